@@ -51,7 +51,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
 // +kubebuilder:validation:XValidation:rule="has(self.batches) != has(self.batchSizes)",message="set exactly one of batches or batchSizes"
-// +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || self.batchSizes.map(b, type(b) == int ? b : (int(b.replace('%', ”)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
+// +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || self.batchSizes.map(b, type(b) == int ? b : (int(b.substring(0, size(b) - 1)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || (type(self.batchSizes[self.batchSizes.size() - 1]) == int ? self.batchSizes[self.batchSizes.size() - 1] == self.replicas : self.batchSizes[self.batchSizes.size() - 1] == '100%')",message="the last of batchSizes must be the full size: spec.replicas or \"100%\""
 // +kubebuilder:validation:XValidation:rule="!has(self.batches) || self.batches <= self.replicas || self.replicas == 0",message="batches cannot be more than replicas: every batch must add at least one canary pod"
 type CanarySpec struct {

@@ -80,8 +80,8 @@ type TApp struct {
 // TAppSpec is the desired state of a TApp.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.templates) || self.templates.all(id, has(self.templatePool) && self.templates[id] in self.templatePool)",message="every entry of templates must name a template in templatePool"
-// +kubebuilder:validation:XValidation:rule="!has(self.defaultTemplateName) || self.defaultTemplateName == ” || (has(self.templatePool) && self.defaultTemplateName in self.templatePool)",message="defaultTemplateName must name a template in templatePool"
-// +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.template) || self.updateStrategy.template == ” || (has(self.templatePool) && self.updateStrategy.template in self.templatePool)",message="updateStrategy.template must name a template in templatePool"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultTemplateName) || size(self.defaultTemplateName) == 0 || (has(self.templatePool) && self.defaultTemplateName in self.templatePool)",message="defaultTemplateName must name a template in templatePool"
+// +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy) || !has(self.updateStrategy.template) || size(self.updateStrategy.template) == 0 || (has(self.templatePool) && self.updateStrategy.template in self.templatePool)",message="updateStrategy.template must name a template in templatePool"
 type TAppSpec struct {
 	// Replicas is the number of instances; their ids are 0 … replicas-1. Defaults to 1.
 	// +kubebuilder:validation:Minimum=0
