@@ -1,0 +1,43 @@
+// Package cmd assembles the `kubectl workload` command tree. Each verb lives in its own package
+// under pkg/cmd and is added here.
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
+)
+
+var long = templates.LongDesc(`
+		Release advanced workloads: TApp (instances with identity), UnitedDeployment (one
+		service across zones) and Canary (batch release between two Deployments), plus native
+		Deployments and StatefulSets where a verb makes sense.
+
+		Every verb edits the object with a small, precise patch; the workload-agent running in
+		the cluster does the rest.`)
+
+// NewCmdWorkload returns the root command of the plugin.
+func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kubectl-workload",
+		Short: "Release advanced Kubernetes workloads",
+		Long:  long,
+		// kubectl plugins are run as `kubectl workload`; show that in usage and help.
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl workload",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Run: func(cmd *cobra.Command, args []string) {
+			_ = cmd.Help()
+		},
+	}
+	flags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
+	flags.AddFlags(cmd.PersistentFlags())
+
+	cmd.AddCommand(version.NewCmdVersion(streams))
+	return cmd
+}
