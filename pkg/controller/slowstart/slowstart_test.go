@@ -72,7 +72,6 @@ func TestRun(t *testing.T) {
 	}
 }
 
-
 func TestBatchBoundaries(t *testing.T) {
 	// Batches of 15 calls are [0] [1 2] [3 … 6] [7 … 14]. Every call must start only after all
 	// calls of the earlier batches completed, and all calls of one batch must run together: each
