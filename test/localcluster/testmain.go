@@ -1,0 +1,101 @@
+package localcluster
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+var shared *Cluster
+
+// RunTestMain runs a test package against one cluster: it starts the
+// cluster, runs the tests, stops the cluster and exits with the tests'
+// status. It never returns. Use it as the package's TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		localcluster.RunTestMain(m, localcluster.Options{CRDDir: localcluster.DefaultCRDDir()})
+//	}
+//
+// Tests get the cluster with Shared. When tests fail, or the run is
+// interrupted by SIGINT or SIGTERM, the component logs are kept and their
+// directory is printed; otherwise nothing is left behind. With -short no
+// cluster is started and Shared skips the tests that need one.
+func RunTestMain(m *testing.M, opts Options) {
+	os.Exit(runTestMain(m, opts))
+}
+
+func runTestMain(m *testing.M, opts Options) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if testing.Short() {
+		return m.Run()
+	}
+
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted := make(chan struct{})
+	go func() {
+		if _, ok := <-signals; ok {
+			cancel()
+			close(interrupted)
+		}
+	}()
+
+	c, err := Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+		return 1
+	}
+	shared = c
+
+	// Tests do not watch for signals; stop the cluster here and exit, or the
+	// components would outlive the interrupted test binary's cleanup.
+	go func() {
+		<-interrupted
+		logs, err := c.Stop(true)
+		fmt.Fprintf(os.Stderr, "localcluster: interrupted; cluster stopped, logs in %s %v\n", logs, errOrEmpty(err))
+		os.Exit(1)
+	}()
+
+	code := m.Run()
+	signal.Stop(signals)
+	logs, err := c.Stop(code != 0)
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "localcluster: tests failed; component logs kept in %s\n", logs)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "localcluster: stopping: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func errOrEmpty(err error) any {
+	if err == nil {
+		return ""
+	}
+	return err
+}
+
+// Shared returns the cluster RunTestMain started for this test package. It
+// skips the test under -short, where no cluster runs, and fails it when the
+// package has no RunTestMain.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	if shared == nil {
+		if testing.Short() {
+			t.Skip("needs the local cluster, which -short does not start")
+		}
+		t.Fatal("no local cluster: the package's TestMain must call localcluster.RunTestMain")
+	}
+	return shared
+}
