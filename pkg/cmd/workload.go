@@ -6,8 +6,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
 )
 
@@ -37,7 +39,12 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	flags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
 	flags.AddFlags(cmd.PersistentFlags())
+	f := cmdutil.NewFactory(flags)
 
-	cmd.AddCommand(version.NewCmdVersion(streams))
+	cmd.AddCommand(
+		pause.NewCmdPause(f, streams),
+		pause.NewCmdResume(f, streams),
+		version.NewCmdVersion(streams),
+	)
 	return cmd
 }
