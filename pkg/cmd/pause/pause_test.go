@@ -12,7 +12,9 @@ import (
 )
 
 func objects(paused bool) []runtime.Object {
-	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace} }
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace}
+	}
 	tapp := &v1alpha1.TApp{ObjectMeta: meta("web")}
 	tapp.Spec.UpdateStrategy.Paused = paused
 	ud := &v1alpha1.UnitedDeployment{ObjectMeta: meta("orders")}
