@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
+)
+
+// ManagedSelector selects the pods and PVCs the agent created; the managed informer factory
+// lists and watches only those.
+var ManagedSelector = labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent}.AsSelector().String()
+
+// StripManagedFields is the informers' cache transform: it drops metadata.managedFields, which
+// controllers never read and which often make up a large part of an object, before the object is
+// stored. It mutates in place (safe: a transform sees an object before anyone else), is
+// idempotent, and passes through anything that is not an object. For a
+// cache.DeletedFinalStateUnknown tombstone it strips the object inside.
+func StripManagedFields(obj interface{}) (interface{}, error) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if _, err := StripManagedFields(tombstone.Obj); err != nil {
+			return nil, err
+		}
+		return tombstone, nil
+	}
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Factories are the shared informer factories the controllers share.
+type Factories struct {
+	// Kube is for native objects, scoped to the namespace, unfiltered.
+	Kube informers.SharedInformerFactory
+	// Managed is for Pods and PVCs carrying the managed-by label, scoped to the namespace.
+	Managed informers.SharedInformerFactory
+	// Workloads is for the agent's own API group, scoped to the namespace.
+	Workloads externalversions.SharedInformerFactory
+}
+
+// NewFactories builds the three informer factories, all with the StripManagedFields transform.
+// namespace empty means all namespaces.
+func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespace string, resync time.Duration) *Factories {
+	return &Factories{
+		Kube: informers.NewSharedInformerFactoryWithOptions(kube, resync,
+			informers.WithNamespace(namespace),
+			informers.WithTransform(StripManagedFields)),
+		Managed: informers.NewSharedInformerFactoryWithOptions(kube, resync,
+			informers.WithNamespace(namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
+			informers.WithTransform(StripManagedFields)),
+		Workloads: externalversions.NewSharedInformerFactoryWithOptions(client, resync,
+			externalversions.WithNamespace(namespace),
+			externalversions.WithTransform(StripManagedFields)),
+	}
+}
+
+// Start starts every informer requested so far. Informers requested later need another Start.
+func (f *Factories) Start(stop <-chan struct{}) {
+	f.Kube.Start(stop)
+	f.Managed.Start(stop)
+	f.Workloads.Start(stop)
+}
+
+// WaitForCacheSync waits until every started informer has synced or stop is closed, and returns
+// the types that did not sync (empty when all did).
+func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
+	var unsynced []string
+	for typ, ok := range f.Kube.WaitForCacheSync(stop) {
+		if !ok {
+			unsynced = append(unsynced, typ.String())
+		}
+	}
+	for typ, ok := range f.Managed.WaitForCacheSync(stop) {
+		if !ok {
+			unsynced = append(unsynced, typ.String()+" (managed)")
+		}
+	}
+	for typ, ok := range f.Workloads.WaitForCacheSync(stop) {
+		if !ok {
+			unsynced = append(unsynced, typ.String())
+		}
+	}
+	return unsynced
+}
+
+// Shutdown stops the informers and waits for their goroutines. The stop channel given to Start
+// must be closed first.
+func (f *Factories) Shutdown() {
+	f.Kube.Shutdown()
+	f.Managed.Shutdown()
+	f.Workloads.Shutdown()
+}
