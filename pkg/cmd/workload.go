@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
 )
 
@@ -44,6 +45,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(
 		pause.NewCmdPause(f, streams),
 		pause.NewCmdResume(f, streams),
+		promote.NewCmdPromote(f, streams),
 		version.NewCmdVersion(streams),
 	)
 	return cmd

@@ -1,0 +1,161 @@
+// Package promote implements `kubectl workload promote`: approve a Canary's paused batch (or
+// every batch), or release a UnitedDeployment's subsets by setting their partitions to 0.
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+var (
+	promoteLong = templates.LongDesc(`
+		Promote a release past its manual gate.
+
+		On a canary: approve the batch the release is paused at, so the agent starts the next
+		one. The approval is recorded in the Canary's spec as the highest approved batch number
+		(spec.approvedBatch), and the patch tests the value it read first: two people promoting
+		the same paused batch at the same moment advance the release by exactly one batch, and
+		the one who loses the race is told the batch is already approved. A canary that is not
+		paused at a batch is refused (there is nothing to approve). --full approves every batch
+		at once (spec.approvedBatch = the number of batches), whether the release is paused or
+		not. Promote never clears spec.paused: a canary held with 'kubectl workload pause' stays
+		held until 'kubectl workload resume'. A canary that is rolling back cannot be promoted.
+
+		On a ud (UnitedDeployment): set the partition of each subset named with --subset, or of
+		every subset with --all, to 0, so that all their pods move to the updated revision.`)
+
+	promoteExample = templates.Examples(`
+		# Approve the batch a canary release is paused at
+		kubectl workload promote canary/checkout
+
+		# Approve every remaining batch: the release runs to the end without stopping
+		kubectl workload promote canary/checkout --full
+
+		# Release the new revision to every pod of zone-a and zone-b
+		kubectl workload promote ud/orders --subset zone-a --subset zone-b
+
+		# Release it everywhere
+		kubectl workload promote ud/orders --all
+
+		# Show the patch that would be sent, without sending it
+		kubectl workload promote canary/checkout --dry-run=client`)
+)
+
+// Options holds what promote needs.
+type Options struct {
+	Full    bool
+	Subsets []string
+	All     bool
+
+	Ref       workload.Ref
+	Namespace string
+	DryRun    cmdutil.DryRunStrategy
+	Client    dynamic.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdPromote returns the `promote` command.
+func NewCmdPromote(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:                   "promote TYPE/NAME [--full | --subset NAME... | --all]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Approve a canary's paused batch, or release a UnitedDeployment's subsets",
+		Long:                  promoteLong,
+		Example:               promoteExample,
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(o.Complete(f, cmd, args))
+			cmdutil.CheckErr(o.Validate())
+			cmdutil.CheckErr(o.Run(cmd.Context()))
+		},
+	}
+	cmd.Flags().BoolVar(&o.Full, "full", false, "Canary: approve every batch, not only the paused one")
+	cmd.Flags().StringArrayVar(&o.Subsets, "subset", nil, "UnitedDeployment: a subset whose partition is set to 0 (repeatable)")
+	cmd.Flags().BoolVar(&o.All, "all", false, "UnitedDeployment: set the partition of every subset to 0")
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
+}
+
+// Complete resolves the object, the namespace, the dry-run mode and the client.
+func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	ref, rest, err := workload.ParseRef(args, workload.Promotable...)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
+	}
+	o.Ref = ref
+	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Validate checks that the flags fit the kind.
+func (o *Options) Validate() error {
+	switch o.Ref.Kind.Name {
+	case workload.Canary.Name:
+		if len(o.Subsets) > 0 || o.All {
+			return fmt.Errorf("%s: --subset and --all apply to a ud (UnitedDeployment); a canary is promoted batch by batch, or with --full", o.Ref)
+		}
+	case workload.UnitedDeployment.Name:
+		if o.Full {
+			return fmt.Errorf("%s: --full applies to a canary; promote a ud with --subset NAME or --all", o.Ref)
+		}
+	}
+	return nil
+}
+
+// Run reads the object, decides the change and sends it.
+func (o *Options) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return err
+	}
+	if o.Ref.Kind.Name == workload.UnitedDeployment.Name {
+		change, err := workload.PromoteSubsets(o.Ref, obj, o.Subsets, o.All)
+		if err != nil {
+			return err
+		}
+		return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	}
+
+	change, batch, err := workload.PromoteCanary(o.Ref, obj, o.Full)
+	if err != nil {
+		return err
+	}
+	err = change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	if !errors.Is(err, workload.ErrPrecondition) {
+		return err
+	}
+	// Someone changed spec.approvedBatch between our read and our patch: most likely a
+	// concurrent promote of the same batch. Report what happened; never promote again, which
+	// could approve a batch nobody has looked at yet.
+	again, getErr := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if getErr != nil {
+		return err
+	}
+	if batch > 0 && workload.Approved(again, batch) {
+		_, err := fmt.Fprintf(o.Out, "%s: batch %d was approved meanwhile by someone else; nothing more was changed\n", o.Ref, batch)
+		return err
+	}
+	return err
+}
