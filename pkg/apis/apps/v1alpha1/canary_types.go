@@ -96,8 +96,12 @@ type CanarySpec struct {
 
 	// ApprovedBatch is the highest batch a person approved to proceed past its pause. Promote
 	// sets it to the paused batch's number, so repeating a promote cannot skip a batch; a full
-	// promote sets it to the number of batches.
+	// promote sets it to the number of batches. A batch whose number is at most approvedBatch
+	// does not pause when it completes. It defaults to 0 so that it is always present: a promote
+	// is a JSON patch that tests its current value before replacing it, e.g.
+	// [{"op":"test","path":"/spec/approvedBatch","value":0},{"op":"replace","path":"/spec/approvedBatch","value":1}].
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
 	// +optional
 	ApprovedBatch int32 `json:"approvedBatch,omitempty"`
 

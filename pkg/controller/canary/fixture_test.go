@@ -1,0 +1,389 @@
+package canary
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
+)
+
+const ns = "shop"
+
+var (
+	deploymentsGVR = appsv1.SchemeGroupVersion.WithResource("deployments")
+	canariesGVR    = v1alpha1.SchemeGroupVersion.WithResource("canaries")
+	start          = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+)
+
+// fixture is a controller over fake clientsets whose listers are fed by hand: refresh copies
+// what the fake API servers hold into the listers, like informers catching up.
+type fixture struct {
+	t        *testing.T
+	kube     *k8sfake.Clientset
+	client   *fake.Clientset
+	ctrl     *Controller
+	clock    *testingclock.FakeClock
+	recorder *record.FakeRecorder
+
+	canaryStore     cache.Indexer
+	deploymentStore cache.Indexer
+
+	actions []string // writes to either API server, in order
+}
+
+func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.Deployment) *fixture {
+	t.Helper()
+	var kubeObjects []runtime.Object
+	for _, d := range deployments {
+		kubeObjects = append(kubeObjects, d)
+	}
+	f := &fixture{
+		t:        t,
+		kube:     k8sfake.NewClientset(kubeObjects...),
+		client:   fake.NewSimpleClientset(canary),
+		clock:    testingclock.NewFakeClock(start),
+		recorder: record.NewFakeRecorder(1000),
+	}
+	record := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
+			f.actions = append(f.actions, describe(a))
+		}
+		return false, nil, nil
+	}
+	f.kube.PrependReactor("*", "*", record)
+	f.client.PrependReactor("*", "*", record)
+	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	canaryInformers := externalversions.NewSharedInformerFactory(f.client, 0)
+	c, err := NewController(f.kube, f.client,
+		canaryInformers.Apps().V1alpha1().Canaries(),
+		kubeInformers.Apps().V1().Deployments(),
+		f.recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.clock = f.clock
+	f.ctrl = c
+	f.canaryStore = canaryInformers.Apps().V1alpha1().Canaries().Informer().GetIndexer()
+	f.deploymentStore = kubeInformers.Apps().V1().Deployments().Informer().GetIndexer()
+	f.refresh()
+	return f
+}
+
+// refresh makes the listers show what the fake API servers hold.
+func (f *fixture) refresh() {
+	f.t.Helper()
+	f.replaceStore(f.canaryStore, f.client.Tracker(), canariesGVR, "Canary")
+	f.replaceStore(f.deploymentStore, f.kube.Tracker(), deploymentsGVR, "Deployment")
+}
+
+func (f *fixture) replaceStore(store cache.Indexer, tracker k8stesting.ObjectTracker, gvr schema.GroupVersionResource, kind string) {
+	f.t.Helper()
+	list, err := tracker.List(gvr, gvr.GroupVersion().WithKind(kind), ns)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var items []interface{}
+	switch l := list.(type) {
+	case *v1alpha1.CanaryList:
+		for i := range l.Items {
+			items = append(items, l.Items[i].DeepCopy())
+		}
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			items = append(items, l.Items[i].DeepCopy())
+		}
+	default:
+		f.t.Fatalf("unexpected list %T", list)
+	}
+	if err := store.Replace(items, ""); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// sync runs one sync of the Canary and returns the API actions it made, described by describe.
+func (f *fixture) sync() []string {
+	f.t.Helper()
+	actions, err := f.trySync()
+	if err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	return actions
+}
+
+func (f *fixture) trySync() ([]string, error) {
+	f.t.Helper()
+	f.actions = nil
+	err := f.ctrl.syncHandler(context.Background(), cache.ObjectName{Namespace: ns, Name: "checkout"})
+	return f.actions, err
+}
+
+// step refreshes the listers, syncs, and checks the exact API actions.
+func (f *fixture) step(want ...string) {
+	f.t.Helper()
+	f.refresh()
+	got := f.sync()
+	if !slices.Equal(got, want) {
+		f.t.Fatalf("actions:\n  got  %s\n  want %s", strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+	}
+}
+
+// settled checks that a resync of an unchanged world writes nothing.
+func (f *fixture) settled() {
+	f.t.Helper()
+	f.step()
+}
+
+// describe renders an action as "verb resource[/subresource] name [patch]"; merge patches of
+// Deployments are shown in full, other patches by type.
+func describe(a k8stesting.Action) string {
+	res := a.GetResource().Resource
+	if sub := a.GetSubresource(); sub != "" {
+		res += "/" + sub
+	}
+	switch a := a.(type) {
+	case k8stesting.CreateActionImpl:
+		return fmt.Sprintf("create %s %s", res, a.GetObject().(metav1.Object).GetName())
+	case k8stesting.UpdateActionImpl:
+		return fmt.Sprintf("update %s %s", res, a.GetObject().(metav1.Object).GetName())
+	case k8stesting.PatchActionImpl:
+		switch a.GetPatchType() {
+		case types.MergePatchType:
+			if res == "deployments" {
+				return fmt.Sprintf("patch %s %s %s", res, a.GetName(), a.GetPatch())
+			}
+			return fmt.Sprintf("patch %s %s merge", res, a.GetName())
+		case types.JSONPatchType:
+			return fmt.Sprintf("patch %s %s json", res, a.GetName())
+		default:
+			return fmt.Sprintf("patch %s %s %s", res, a.GetName(), a.GetPatchType())
+		}
+	case k8stesting.DeleteActionImpl:
+		return fmt.Sprintf("delete %s %s", res, a.GetName())
+	default:
+		return fmt.Sprintf("%s %s", a.GetVerb(), res)
+	}
+}
+
+// canary returns the Canary as the fake API server holds it.
+func (f *fixture) canary() *v1alpha1.Canary {
+	f.t.Helper()
+	c, err := f.client.AppsV1alpha1().Canaries(ns).Get(context.Background(), "checkout", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+// deployment returns a Deployment as the fake API server holds it (nil if there is none).
+func (f *fixture) deployment(name string) *appsv1.Deployment {
+	f.t.Helper()
+	d, err := f.kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
+}
+
+// editCanary changes the Canary's spec in the fake API server (bumping its generation).
+func (f *fixture) editCanary(edit func(*v1alpha1.Canary)) {
+	f.t.Helper()
+	c := f.canary()
+	edit(c)
+	c.Generation++
+	if err := f.client.Tracker().Update(canariesGVR, c, ns); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// editDeployment changes a Deployment in the fake API server without recording an action.
+func (f *fixture) editDeployment(name string, edit func(*appsv1.Deployment)) {
+	f.t.Helper()
+	d := f.deployment(name)
+	if d == nil {
+		f.t.Fatalf("no Deployment %s", name)
+	}
+	edit(d)
+	if err := f.kube.Tracker().Update(deploymentsGVR, d, ns); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// available plays kube-controller-manager: the Deployment runs its spec.replicas pods on its
+// current template, n of them available.
+func (f *fixture) available(name string, n int32) {
+	f.t.Helper()
+	f.editDeployment(name, func(d *appsv1.Deployment) {
+		r := replicasOf(d)
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation,
+			Replicas:           r,
+			UpdatedReplicas:    r,
+			ReadyReplicas:      n,
+			AvailableReplicas:  n,
+		}
+	})
+}
+
+// events drains the recorded events.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// wantEvent checks that an event with the given type and reason was recorded since the last
+// call, and drains the others.
+func (f *fixture) wantEvent(prefix string) {
+	f.t.Helper()
+	events := f.events()
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			return
+		}
+	}
+	f.t.Errorf("no event %q among %q", prefix, events)
+}
+
+// status checks the phase, current batch and batch states of the Canary in the API server.
+func (f *fixture) status(phase v1alpha1.CanaryPhase, current int32, states ...v1alpha1.BatchState) *v1alpha1.Canary {
+	f.t.Helper()
+	c := f.canary()
+	st := c.Status
+	var got []v1alpha1.BatchState
+	for _, b := range st.Batches {
+		got = append(got, b.State)
+	}
+	if st.Phase != phase || st.CurrentBatch != current || !slices.Equal(got, states) {
+		f.t.Fatalf("status: phase %s, batch %d, states %v; want %s, %d, %v (message %q)",
+			st.Phase, st.CurrentBatch, got, phase, current, states, st.Message)
+	}
+	if st.ObservedGeneration != c.Generation {
+		f.t.Errorf("observedGeneration %d, want %d", st.ObservedGeneration, c.Generation)
+	}
+	return c
+}
+
+// newCanary is checkout's release of nginx 1.27: 10 replicas in 4 batches (1, 4, 7, 10).
+func newCanary(pause v1alpha1.PauseType) *v1alpha1.Canary {
+	return &v1alpha1.Canary{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Canary"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "checkout", Namespace: ns, UID: "canary-uid", Generation: 1,
+		},
+		Spec: v1alpha1.CanarySpec{
+			Replicas:  10,
+			StableRef: v1alpha1.StableRef{Name: "checkout"},
+			Canary: v1alpha1.CanaryTarget{
+				Name:     "checkout-canary",
+				Template: podTemplate("canary", "nginx:1.27"),
+			},
+			Batches:         ptr.To[int32](4),
+			PauseType:       pause,
+			MinReadySeconds: 5,
+		},
+	}
+}
+
+func podTemplate(track, image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "checkout", "track": track}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "checkout", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+			TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: "File",
+		}}, RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst},
+	}
+}
+
+// newStable is the stable Deployment with replicas pods, all available.
+func newStable(replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: ns, UID: "stable-uid", Generation: 1},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout", "track": "stable"}},
+			Template: podTemplate("stable", "nginx:1.26"),
+		},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: 1, Replicas: replicas, UpdatedReplicas: replicas,
+			ReadyReplicas: replicas, AvailableReplicas: replicas,
+		},
+	}
+}
+
+// snapshotOf is the AnnotationStableSnapshot value for d.
+func snapshotOf(d *appsv1.Deployment) string {
+	raw, _ := json.Marshal(StableSnapshot{Deployment: d.Name, Replicas: *d.Spec.Replicas, Template: d.Spec.Template})
+	return string(raw)
+}
+
+// midRelease builds a fixture at batch `current` of a release of newCanary(pause): batches
+// before it completed, the canary Deployment scaled to canary pods, all available, and the
+// stable Deployment at stable pods, all available. The current batch is in state state.
+func midRelease(t *testing.T, pause v1alpha1.PauseType, current int32, state v1alpha1.BatchState, canary, stable int32, edit func(*v1alpha1.Canary)) *fixture {
+	t.Helper()
+	cn := newCanary(pause)
+	st := newStable(stable)
+	orig := newStable(10)
+	cn.Annotations = map[string]string{AnnotationStableSnapshot: snapshotOf(orig)}
+	plan := []int32{1, 4, 7, 10}
+	t0 := metav1.NewTime(start.Add(-time.Hour))
+	for i, size := range plan {
+		b := v1alpha1.CanaryBatchStatus{Index: int32(i + 1), CanaryReplicas: size, State: v1alpha1.BatchPending}
+		switch {
+		case int32(i+1) < current:
+			b.State, b.StartTime, b.FinishTime = v1alpha1.BatchCompleted, &t0, &t0
+		case int32(i+1) == current:
+			b.State, b.StartTime = state, &t0
+			if state != v1alpha1.BatchUpgrading {
+				b.FinishTime = &t0
+			}
+		}
+		cn.Status.Batches = append(cn.Status.Batches, b)
+	}
+	cn.Status.CurrentBatch = current
+	cn.Status.Phase = v1alpha1.CanaryProgressing
+	if state == v1alpha1.BatchPaused {
+		cn.Status.Phase = v1alpha1.CanaryPaused
+	}
+	if edit != nil {
+		edit(cn)
+	}
+	r := &reconciler{canary: cn}
+	cd := r.newCanaryDeployment(canary)
+	cd.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	cd.UID = "canary-deployment-uid"
+	cd.Status = appsv1.DeploymentStatus{Replicas: canary, UpdatedReplicas: canary, ReadyReplicas: canary, AvailableReplicas: canary}
+	return newFixture(t, cn, st, cd)
+}
