@@ -24,19 +24,19 @@ CLUSTER_ENV := KUBECTL_WORKLOAD_CACHE=$(CLUSTER_CACHE)
 
 .PHONY: cluster-bins cluster-kubectl cluster-up cluster-down cluster-cmd
 
-cluster-bins:
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into the cache.
 	@$(CLUSTER_ENV) bash $(CLUSTER_REPO)/hack/cluster/build-bins.sh
 
-cluster-kubectl:
+cluster-kubectl: ## Build a matching kubectl into the cache and print its path.
 	@$(CLUSTER_ENV) bash $(CLUSTER_REPO)/hack/cluster/build-bins.sh kubectl
 	@echo "$$($(CLUSTER_ENV) bash $(CLUSTER_REPO)/hack/cluster/build-bins.sh --print-dir)/kubectl"
 
 cluster-cmd:
-	@cd $(CLUSTER_REPO) && go build -o $(CLUSTER_CMD) ./test/localcluster/cmd/localcluster
+	@cd $(CLUSTER_REPO) && $(or $(GO),go) build -o $(CLUSTER_CMD) ./test/localcluster/cmd/localcluster
 
 # From the repository root, where the command finds config/crd.
-cluster-up: cluster-bins cluster-cmd
+cluster-up: cluster-bins cluster-cmd ## Start a local cluster in the background; prints export KUBECONFIG=... last.
 	@cd $(CLUSTER_REPO) && $(CLUSTER_ENV) $(CLUSTER_CMD) up -state-dir $(CLUSTER_STATE_DIR)
 
-cluster-down: cluster-cmd
+cluster-down: cluster-cmd ## Stop the local cluster started by cluster-up.
 	@$(CLUSTER_CMD) down -state-dir $(CLUSTER_STATE_DIR)

@@ -121,7 +121,9 @@ func TestDeletingDeploymentCollectsPods(t *testing.T) {
 			if err := cs.AppsV1().Deployments(ns).Delete(ctx, "gc", metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, ctx, "pods and replica sets to be collected", func(ctx context.Context) (bool, string, error) {
+			// With Foreground the deployment goes last, once its
+			// dependents are gone; with Background it goes first.
+			eventually(t, ctx, "the deployment, its replica set and pods to be gone", func(ctx context.Context) (bool, string, error) {
 				pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, "", err
@@ -130,12 +132,13 @@ func TestDeletingDeploymentCollectsPods(t *testing.T) {
 				if err != nil {
 					return false, "", err
 				}
-				return len(pods.Items) == 0 && len(rss.Items) == 0,
-					fmt.Sprintf("%d pods, %d replica sets left", len(pods.Items), len(rss.Items)), nil
+				deploys, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				return len(pods.Items)+len(rss.Items)+len(deploys.Items) == 0,
+					fmt.Sprintf("%d pods, %d replica sets, %d deployments left", len(pods.Items), len(rss.Items), len(deploys.Items)), nil
 			})
-			if _, err := cs.AppsV1().Deployments(ns).Get(ctx, "gc", metav1.GetOptions{}); err == nil {
-				t.Error("the deployment still exists after its dependents are gone")
-			}
 		})
 	}
 }
