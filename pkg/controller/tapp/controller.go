@@ -1,0 +1,260 @@
+// Package tapp is the TApp controller of the workload-agent (DESIGN.md §2.1): it runs instances
+// with stable ids 0 … replicas-1, each its own pod <tapp>-<id> from its own template, kills and
+// restarts instances one by one, updates pods in place when only images change and re-creates
+// them otherwise, rolling within maxUnavailable in id order.
+//
+// The controller follows k8s.io/sample-controller: informers feed a rate-limited work queue of
+// TApp keys, and syncHandler reconciles one TApp from the listers only. Pod creations and
+// deletions go out in slow-start batches guarded by UID-tracking expectations, and pod patches
+// by a record of writes in flight, so that a lagging cache never duplicates work.
+package tapp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
+	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
+)
+
+// ControllerName names the controller in logs, metrics, the work queue and events.
+const ControllerName = "tapp"
+
+// Controller reconciles TApps.
+type Controller struct {
+	kubeClient kubernetes.Interface
+	client     versioned.Interface
+
+	tappLister  appslisters.TAppLister
+	tappsSynced cache.InformerSynced
+	podLister   corelisters.PodLister
+	podsSynced  cache.InformerSynced
+	pvcLister   corelisters.PersistentVolumeClaimLister
+	pvcsSynced  cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+
+	// expectations holds, per TApp key, the pod creations and (by pod key) deletions issued but
+	// not yet observed by the pod informer.
+	expectations *expectations.UIDTrackingControllerExpectations
+	// writes holds the pod patches issued but not yet observed.
+	writes *pendingWrites
+	clock  clock.Clock
+}
+
+// NewController returns a TApp controller. podInformer and pvcInformer should be the agent's
+// managed (label-filtered) informers: every pod and PVC the controller creates carries
+// app.kubernetes.io/managed-by=workload-agent.
+func NewController(
+	kubeClient kubernetes.Interface,
+	client versioned.Interface,
+	tappInformer appsinformers.TAppInformer,
+	podInformer coreinformers.PodInformer,
+	pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	recorder record.EventRecorder,
+) *Controller {
+	return newController(kubeClient, client, tappInformer, podInformer, pvcInformer, recorder, clock.RealClock{})
+}
+
+func newController(
+	kubeClient kubernetes.Interface,
+	client versioned.Interface,
+	tappInformer appsinformers.TAppInformer,
+	podInformer coreinformers.PodInformer,
+	pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	recorder record.EventRecorder,
+	clk clock.Clock,
+) *Controller {
+	rateLimiter := workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 1000*time.Second),
+		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
+	)
+	c := &Controller{
+		kubeClient:   kubeClient,
+		client:       client,
+		tappLister:   tappInformer.Lister(),
+		tappsSynced:  tappInformer.Informer().HasSynced,
+		podLister:    podInformer.Lister(),
+		podsSynced:   podInformer.Informer().HasSynced,
+		pvcLister:    pvcInformer.Lister(),
+		pvcsSynced:   pvcInformer.Informer().HasSynced,
+		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: ControllerName}),
+		recorder:     recorder,
+		expectations: expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
+		writes:       newPendingWrites(clk),
+		clock:        clk,
+	}
+
+	if _, err := tappInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueTApp,
+		UpdateFunc: func(_, cur any) { c.enqueueTApp(cur) },
+		DeleteFunc: c.enqueueTApp,
+	}); err != nil {
+		utilruntime.HandleError(fmt.Errorf("tapp: adding TApp event handler: %w", err))
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	}); err != nil {
+		utilruntime.HandleError(fmt.Errorf("tapp: adding pod event handler: %w", err))
+	}
+	return c
+}
+
+// Run waits for the caches, starts workers and blocks until ctx is done; then it shuts the queue
+// down and returns once the workers have finished their current items.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+
+	logger.Info("Starting controller")
+	defer logger.Info("Stopped controller")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.tappsSynced, c.podsSynced, c.pvcsSynced) {
+		c.queue.ShutDown()
+		return
+	}
+	workers = max(workers, 1)
+	done := make(chan struct{}, workers)
+	for i := 0; i < workers; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	for i := 0; i < workers; i++ {
+		<-done
+	}
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
+
+	start := time.Now()
+	err := c.syncHandler(ctx, name)
+	metrics.ObserveReconcile(ControllerName, start, err)
+	if err == nil {
+		c.queue.Forget(name)
+		return true
+	}
+	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing TApp; requeuing", "tapp", name)
+	c.queue.AddRateLimited(name)
+	return true
+}
+
+func (c *Controller) enqueueTApp(obj any) {
+	o, err := expectations.ObjectFromDeleteEvent(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(cache.MetaObjectToName(o))
+}
+
+// resolveControllerRef returns the TApp a controller reference points to, or nil if it points to
+// something else or to a TApp that no longer exists (a new TApp of the same name has another UID).
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1alpha1.TApp {
+	if ref == nil || ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
+		return nil
+	}
+	t, err := c.tappLister.TApps(namespace).Get(ref.Name)
+	if err != nil || t.UID != ref.UID {
+		return nil
+	}
+	return t
+}
+
+func (c *Controller) addPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// On a restart the informer lists pods already terminating: a deletion, not a creation.
+		c.deletePod(pod)
+		return
+	}
+	t := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod))
+	if t == nil {
+		return
+	}
+	key := expectations.ObjectKey(t)
+	c.expectations.CreationObserved(key)
+	c.queue.Add(cache.MetaObjectToName(t))
+}
+
+func (c *Controller) updatePod(old, cur any) {
+	oldPod, ok1 := old.(*corev1.Pod)
+	curPod, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
+		// Periodic resyncs send the same version; the TApp resync covers them.
+		return
+	}
+	if curPod.DeletionTimestamp != nil {
+		// A graceful deletion shows first as an update setting deletionTimestamp; count the
+		// deletion now so the TApp is not blocked for the whole grace period. The UID-tracking
+		// expectations count each pod once, whatever number of events follow.
+		c.deletePod(curPod)
+		return
+	}
+	oldRef, curRef := metav1.GetControllerOf(oldPod), metav1.GetControllerOf(curPod)
+	if oldRef != nil && (curRef == nil || oldRef.UID != curRef.UID) {
+		if t := c.resolveControllerRef(oldPod.Namespace, oldRef); t != nil {
+			c.queue.Add(cache.MetaObjectToName(t))
+		}
+	}
+	if t := c.resolveControllerRef(curPod.Namespace, curRef); t != nil {
+		c.queue.Add(cache.MetaObjectToName(t))
+	}
+}
+
+func (c *Controller) deletePod(obj any) {
+	o, err := expectations.ObjectFromDeleteEvent(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	t := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod))
+	if t == nil {
+		return
+	}
+	c.expectations.DeletionObserved(expectations.ObjectKey(t), expectations.ObjectKey(pod))
+	c.writes.forget(pod)
+	c.queue.Add(cache.MetaObjectToName(t))
+}

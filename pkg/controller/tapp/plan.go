@@ -1,0 +1,255 @@
+package tapp
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// deletionReason says why the controller deletes a pod.
+type deletionReason string
+
+const (
+	deleteScaleDown deletionReason = "ScaleDown" // the id is no longer below replicas
+	deleteKill      deletionReason = "Kill"      // spec.statuses[id] is Killed
+	deleteRestart   deletionReason = "Restart"   // a finished pod is re-created per its restart policy
+	deleteRecreate  deletionReason = "Recreate"  // an update that cannot be done in place
+)
+
+type podDeletion struct {
+	pod    *corev1.Pod
+	id     int
+	reason deletionReason
+}
+
+type instanceToCreate struct {
+	id   int
+	info *templateInfo
+}
+
+type inPlaceUpdate struct {
+	pod *corev1.Pod
+	id  int
+	to  *templateInfo
+}
+
+// plan is what one sync should do, computed from the informer caches only.
+type plan struct {
+	// creates are the instances that need a pod, in ascending id order.
+	creates []instanceToCreate
+	// deletes: scale-down, kills and restarts in ActivePods order, then re-creations in id order.
+	deletes []podDeletion
+	// inPlace are the image/label updates to patch into running pods, in id order.
+	inPlace []inPlaceUpdate
+	// markReady are pods whose ConditionInPlaceUpdateReady should be set True.
+	markReady []*corev1.Pod
+	// stuck are terminating pods past their deletion deadline (only with spec.forceDeletePod).
+	stuck []*corev1.Pod
+	// requeueAfter, when positive, is when the sync should run again to re-check time-based
+	// state (minReadySeconds, a terminating pod's deadline).
+	requeueAfter time.Duration
+	// problems are instances the controller cannot manage (e.g. a template missing from the pool).
+	problems []string
+}
+
+func (p *plan) requeueIn(d time.Duration) {
+	if d > 0 && (p.requeueAfter == 0 || d < p.requeueAfter) {
+		p.requeueAfter = d
+	}
+}
+
+// desiredReplicas is spec.replicas, 1 when unset (the CRD default).
+func desiredReplicas(t *appsv1alpha1.TApp) int {
+	return int(ptr.Deref(t.Spec.Replicas, 1))
+}
+
+func isKilled(t *appsv1alpha1.TApp, id int) bool {
+	return t.Spec.Statuses[strconv.Itoa(id)] == appsv1alpha1.InstanceKilled
+}
+
+// restartNeeded says whether a finished pod is re-created, per its restart policy.
+func restartNeeded(pod *corev1.Pod) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return pod.Status.Phase == corev1.PodFailed
+	default:
+		return true
+	}
+}
+
+// resolveMaxUnavailable turns an int-or-percent of replicas into a count, rounding percentages
+// down, and never below 1 so that an update can always make progress.
+func resolveMaxUnavailable(v *intstr.IntOrString, def intstr.IntOrString, replicas int) int {
+	if v == nil {
+		v = &def
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, replicas, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// updateState is what the update math needs to know of one instance that should run.
+type updateState struct {
+	id int
+	// rolling: the instance runs updateStrategy.template, so it rolls within maxUnavailable;
+	// otherwise it is force-updated within forceUpdate.maxUnavailable.
+	rolling bool
+	// needsUpdate: its pod runs another template than the instance's, and can be updated now.
+	needsUpdate bool
+	// available: its pod is available (a missing pod is not).
+	available bool
+}
+
+// pickUpdates chooses which instances to update now. states must be sorted by id and hold every
+// instance that should run. Nothing is updated while paused, nor any id below partition. Each
+// group (rolling and forced) has its own budget: its maxUnavailable minus its instances that are
+// unavailable already. Candidates are taken in ascending id order; a candidate that is itself
+// unavailable costs nothing (updating it cannot make things worse), any other takes one unit of
+// its group's budget.
+func pickUpdates(states []updateState, partition int, paused bool, rollLimit, forceLimit int) []int {
+	if paused {
+		return nil
+	}
+	budget := map[bool]int{true: rollLimit, false: forceLimit}
+	for _, s := range states {
+		if !s.available {
+			budget[s.rolling]--
+		}
+	}
+	var out []int
+	for _, s := range states {
+		if !s.needsUpdate || s.id < partition {
+			continue
+		}
+		if !s.available {
+			out = append(out, s.id)
+			continue
+		}
+		if budget[s.rolling] > 0 {
+			budget[s.rolling]--
+			out = append(out, s.id)
+		}
+	}
+	return out
+}
+
+// computePlan decides what a sync does. pods maps instance ids to the TApp's pods in the cache;
+// inFlight reports pods with a write of ours the cache does not show yet.
+func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, now time.Time, inFlight func(*corev1.Pod) bool) *plan {
+	p := &plan{}
+	replicas := desiredReplicas(t)
+
+	ids := make([]int, 0, len(pods))
+	for id := range pods {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+
+	// Deletions that do not depend on the update budget.
+	var gone []*corev1.Pod
+	reasons := map[*corev1.Pod]deletionReason{}
+	for _, id := range ids {
+		pod := pods[id]
+		if isTerminating(pod) {
+			if t.Spec.ForceDeletePod {
+				if left := pod.DeletionTimestamp.Sub(now); left <= 0 {
+					p.stuck = append(p.stuck, pod)
+				} else {
+					p.requeueIn(left)
+				}
+			}
+			continue
+		}
+		var reason deletionReason
+		switch {
+		case id >= replicas:
+			reason = deleteScaleDown
+		case isKilled(t, id):
+			reason = deleteKill
+		case isFinished(pod) && !t.Spec.NeverMigrate && restartNeeded(pod):
+			reason = deleteRestart
+		default:
+			continue
+		}
+		gone = append(gone, pod)
+		reasons[pod] = reason
+	}
+	sortForDeletion(gone)
+	for _, pod := range gone {
+		id, _ := instanceID(pod)
+		p.deletes = append(p.deletes, podDeletion{pod: pod, id: id, reason: reasons[pod]})
+	}
+
+	// Creations and the state of every instance that should run.
+	rolling := t.Spec.UpdateStrategy.Template
+	var states []updateState
+	for id := 0; id < replicas; id++ {
+		if isKilled(t, id) {
+			continue
+		}
+		info, err := templates.forInstance(id)
+		if err != nil {
+			p.problems = append(p.problems, err.Error())
+			continue
+		}
+		pod := pods[id]
+		if pod == nil {
+			p.creates = append(p.creates, instanceToCreate{id: id, info: info})
+			states = append(states, updateState{id: id, rolling: info.name == rolling})
+			continue
+		}
+		avail, wait := podAvailable(pod, t.Spec.MinReadySeconds, now)
+		p.requeueIn(wait)
+		busy := inFlight(pod)
+		states = append(states, updateState{
+			id:          id,
+			rolling:     info.name == rolling,
+			available:   avail && !busy && !isInPlaceUpdating(pod),
+			needsUpdate: !busy && !isTerminating(pod) && !isFinished(pod) && pod.Labels[appsv1alpha1.LabelTemplateHash] != info.hash,
+		})
+	}
+
+	// Updates.
+	partition := int(ptr.Deref(t.Spec.UpdateStrategy.Partition, 0))
+	rollLimit := resolveMaxUnavailable(t.Spec.UpdateStrategy.MaxUnavailable, intstr.FromInt32(1), replicas)
+	forceLimit := resolveMaxUnavailable(t.Spec.UpdateStrategy.ForceUpdate.MaxUnavailable, intstr.FromString("100%"), replicas)
+	updating := map[int]bool{}
+	for _, id := range pickUpdates(states, partition, t.Spec.UpdateStrategy.Paused, rollLimit, forceLimit) {
+		pod := pods[id]
+		info, _ := templates.forInstance(id)
+		updating[id] = true
+		if pod.Labels[appsv1alpha1.LabelUniqHash] == info.uniqHash {
+			p.inPlace = append(p.inPlace, inPlaceUpdate{pod: pod, id: id, to: info})
+		} else {
+			p.deletes = append(p.deletes, podDeletion{pod: pod, id: id, reason: deleteRecreate})
+		}
+	}
+
+	// Readiness gates to open.
+	for _, id := range ids {
+		pod := pods[id]
+		if updating[id] || reasons[pod] != "" || inFlight(pod) {
+			continue
+		}
+		desiredHash := ""
+		if id < replicas {
+			if info, err := templates.forInstance(id); err == nil {
+				desiredHash = info.hash
+			}
+		}
+		if shouldMarkReady(pod, desiredHash) {
+			p.markReady = append(p.markReady, pod)
+		}
+	}
+	return p
+}
