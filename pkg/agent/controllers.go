@@ -1,5 +1,7 @@
 package agent
 
+import "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
+
 // Controllers is the registry of the controllers the agent runs, by name (the names --controllers
 // accepts). Controller packages implement ctrl.InitFunc (importing
 // github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl, never this package, which would be
@@ -10,4 +12,6 @@ package agent
 //	}
 //
 // Controllers are constructed and started in name order.
-var Controllers = map[string]InitFunc{}
+var Controllers = map[string]InitFunc{
+	"canary": canary.Init,
+}

@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	workloadfake "github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
+)
+
+var someManagedFields = []metav1.ManagedFieldsEntry{{
+	Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+	FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)},
+}}
+
+func pod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: name, Labels: labels,
+		Annotations:   map[string]string{"keep": "me"},
+		ManagedFields: someManagedFields,
+	}}
+}
+
+func managedLabels() map[string]string {
+	return map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent}
+}
+
+func TestStripManagedFields(t *testing.T) {
+	p := pod("ns", "p", managedLabels())
+	out, err := StripManagedFields(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if got.ManagedFields != nil {
+		t.Errorf("managedFields kept: %v", got.ManagedFields)
+	}
+	if got.Name != "p" || got.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByAgent || got.Annotations["keep"] != "me" {
+		t.Errorf("stripped more than managedFields: %+v", got.ObjectMeta)
+	}
+	// Idempotent.
+	if again, err := StripManagedFields(got); err != nil || again.(*corev1.Pod).ManagedFields != nil {
+		t.Errorf("second pass: %v %v", again, err)
+	}
+
+	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "t", ManagedFields: someManagedFields}}
+	if out, _ := StripManagedFields(tapp); out.(*v1alpha1.TApp).ManagedFields != nil {
+		t.Error("TApp managedFields kept")
+	}
+
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/q", Obj: pod("ns", "q", nil)}
+	out, err = StripManagedFields(tomb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner := out.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Pod); inner.ManagedFields != nil {
+		t.Error("tombstone's object keeps managedFields")
+	}
+
+	for _, notObject := range []interface{}{"string", 42, nil} {
+		if out, err := StripManagedFields(notObject); err != nil || out != notObject {
+			t.Errorf("%v: %v %v", notObject, out, err)
+		}
+	}
+}
+
+// syncFactories starts the factories and waits for their caches, failing the test on a timeout.
+func syncFactories(t *testing.T, f *Factories) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		f.Shutdown()
+	})
+	f.Start(ctx.Done())
+	wait, cancelWait := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelWait()
+	if unsynced := f.WaitForCacheSync(wait.Done()); len(unsynced) > 0 {
+		t.Fatalf("caches did not sync: %v", unsynced)
+	}
+}
+
+// listWatchSelectors returns the label selectors of the list and watch actions on a resource.
+func listWatchSelectors(actions []k8stesting.Action, resource string) []string {
+	var selectors []string
+	for _, a := range actions {
+		if a.GetResource().Resource != resource {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			selectors = append(selectors, "list:"+a.GetListRestrictions().Labels.String())
+		case k8stesting.WatchAction:
+			selectors = append(selectors, "watch:"+a.GetWatchRestrictions().Labels.String())
+		}
+	}
+	return selectors
+}
+
+func TestManagedFactoryUsesLabelSelector(t *testing.T) {
+	if ManagedSelector != "app.kubernetes.io/managed-by=workload-agent" {
+		t.Fatalf("ManagedSelector %q", ManagedSelector)
+	}
+	kube := kubefake.NewClientset(
+		pod("ns", "ours", managedLabels()),
+		pod("ns", "theirs", map[string]string{"app": "x"}),
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-ours", Labels: managedLabels()}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-theirs"}},
+	)
+	f := NewFactories(kube, workloadfake.NewSimpleClientset(), "", 0)
+	pods := f.Managed.Core().V1().Pods()
+	pvcs := f.Managed.Core().V1().PersistentVolumeClaims()
+	pods.Informer()
+	pvcs.Informer()
+	syncFactories(t, f)
+
+	for _, resource := range []string{"pods", "persistentvolumeclaims"} {
+		selectors := listWatchSelectors(kube.Actions(), resource)
+		if len(selectors) == 0 {
+			t.Errorf("no list or watch of %s: %v", resource, kube.Actions())
+		}
+		for _, s := range selectors {
+			if s != "list:"+ManagedSelector && s != "watch:"+ManagedSelector {
+				t.Errorf("%s listed/watched without the managed-by selector: %s", resource, s)
+			}
+		}
+	}
+
+	cached, err := pods.Lister().List(everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cached) != 1 || cached[0].Name != "ours" {
+		t.Errorf("managed pod cache holds %v, want only the pod labelled managed-by", names(cached))
+	}
+	if cached[0].ManagedFields != nil {
+		t.Error("managed pod cache keeps managedFields: the transform is not installed")
+	}
+	claims, err := pvcs.Lister().List(everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].Name != "data-ours" {
+		t.Errorf("managed PVC cache holds %d claims, want only data-ours", len(claims))
+	}
+}
+
+func TestFactoriesScopeAndTransform(t *testing.T) {
+	kube := kubefake.NewClientset(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a", ManagedFields: someManagedFields}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "b", ManagedFields: someManagedFields}},
+	)
+	client := workloadfake.NewSimpleClientset(
+		&v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "t", ManagedFields: someManagedFields}},
+		&v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "u", ManagedFields: someManagedFields}},
+	)
+	f := NewFactories(kube, client, "team-a", 0)
+	cms := f.Kube.Core().V1().ConfigMaps()
+	tapps := f.Workloads.Apps().V1alpha1().TApps()
+	cms.Informer()
+	tapps.Informer()
+	syncFactories(t, f)
+
+	for _, s := range listWatchSelectors(kube.Actions(), "configmaps") {
+		if s != "list:" && s != "watch:" {
+			t.Errorf("native factory filters by labels: %s", s)
+		}
+	}
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "configmaps" && a.GetNamespace() != "team-a" {
+			t.Errorf("native factory not scoped to team-a: %s in %q", a.GetVerb(), a.GetNamespace())
+		}
+	}
+	got, _ := cms.Lister().List(everything())
+	if len(got) != 1 || got[0].Name != "a" || got[0].ManagedFields != nil {
+		t.Errorf("configmap cache: %d objects, want a only and without managedFields", len(got))
+	}
+	ts, _ := tapps.Lister().List(everything())
+	if len(ts) != 1 || ts[0].Name != "t" || ts[0].ManagedFields != nil {
+		t.Errorf("TApp cache: %d objects, want t only and without managedFields", len(ts))
+	}
+}
+
+func names[T interface{ GetName() string }](objs []T) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	return out
+}
+
+func everything() labels.Selector { return labels.Everything() }
