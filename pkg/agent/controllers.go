@@ -1,6 +1,9 @@
 package agent
 
-import "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
+import (
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/tapp"
+)
 
 // Controllers is the registry of the controllers the agent runs, by name (the names --controllers
 // accepts). Controller packages implement ctrl.InitFunc (importing
@@ -14,4 +17,5 @@ import "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
 // Controllers are constructed and started in name order.
 var Controllers = map[string]InitFunc{
 	"canary": canary.Init,
+	"tapp":   tapp.Init,
 }
