@@ -9,8 +9,10 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
 )
 
@@ -47,6 +49,8 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		pause.NewCmdResume(f, streams),
 		promote.NewCmdPromote(f, streams),
 		version.NewCmdVersion(streams),
+		status.NewCmdStatus(f, streams),
+		completion.NewCmdCompletion(streams),
 	)
 	return cmd
 }

@@ -1,0 +1,180 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+// Display says how output is drawn: on a terminal (redrawn in place, maybe in color) or as plain
+// lines for a pipe or a file.
+type Display struct {
+	// Terminal: the output is a terminal of Width columns and Height rows.
+	Terminal      bool
+	Width, Height int
+	// Color: the state word is colored (only on a terminal, never when NO_COLOR is set).
+	Color bool
+}
+
+// DetectDisplay looks at the output and the environment: a terminal (not TERM=dumb) is redrawn
+// in place; NO_COLOR (https://no-color.org), set to anything but "", turns colors off.
+func DetectDisplay(out io.Writer, getenv func(string) string) Display {
+	f, ok := out.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return displayFor(false, 0, 0, getenv)
+	}
+	w, h, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		w, h = 0, 0
+	}
+	return displayFor(true, w, h, getenv)
+}
+
+func displayFor(terminal bool, width, height int, getenv func(string) string) Display {
+	if !terminal || getenv("TERM") == "dumb" {
+		return Display{}
+	}
+	d := Display{Terminal: true, Width: 80, Height: 24, Color: getenv("NO_COLOR") == ""}
+	if width > 0 && height > 0 {
+		d.Width, d.Height = width, height
+	}
+	return d
+}
+
+// ANSI escape sequences.
+const (
+	cursorUp    = "\x1b[%dA" // move the cursor up n lines
+	clearBelow  = "\r\x1b[J" // to column 1, erase from the cursor to the end of the screen
+	colorReset  = "\x1b[0m"
+	colorRed    = "\x1b[31m"
+	colorGreen  = "\x1b[32m"
+	colorYellow = "\x1b[33m"
+	colorCyan   = "\x1b[36m"
+)
+
+var stateColor = map[workload.RolloutState]string{
+	workload.StateComplete:    colorGreen,
+	workload.StatePaused:      colorYellow,
+	workload.StateDegraded:    colorRed,
+	workload.StateProgressing: colorCyan,
+}
+
+// headline is the summary line: "canary/checkout Paused: batch 1 of 4, …".
+func (d Display) headline(ref string, st workload.RolloutStatus) string {
+	return ref + " " + d.paint(st, st.Phase) + ": " + st.Summary
+}
+
+func (d Display) paint(st workload.RolloutStatus, s string) string {
+	if !d.Color {
+		return s
+	}
+	return stateColor[st.State] + s + colorReset
+}
+
+// PrintOnce prints the summary line and the progress lines under it.
+func (d Display) PrintOnce(out io.Writer, ref string, st workload.RolloutStatus) error {
+	var b strings.Builder
+	b.WriteString(d.headline(ref, st) + "\n")
+	for _, l := range st.Progress {
+		b.WriteString("  " + l + "\n")
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// Progress draws a followed rollout: on a terminal, the summary and progress lines redrawn in
+// place (cursor up over what it drew last, erase, draw again: the scrollback gets nothing);
+// otherwise one summary line each time it changes.
+type Progress struct {
+	Display
+	out   io.Writer
+	ref   string
+	last  string // what was drawn last
+	drawn int    // terminal lines drawn last
+}
+
+// NewProgress returns a Progress drawing ref's rollout on out.
+func (d Display) NewProgress(out io.Writer, ref string) *Progress {
+	return &Progress{Display: d, out: out, ref: ref}
+}
+
+// Show draws st if it differs from what was drawn last.
+func (p *Progress) Show(st workload.RolloutStatus) {
+	if !p.Terminal {
+		line := p.headline(p.ref, st)
+		if line != p.last {
+			fmt.Fprintln(p.out, line)
+			p.last = line
+		}
+		return
+	}
+	lines := p.block(st)
+	text := strings.Join(lines, "\n")
+	if text == p.last {
+		return
+	}
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, cursorUp, p.drawn)
+	}
+	b.WriteString(clearBelow)
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	_, _ = io.WriteString(p.out, b.String())
+	p.last, p.drawn = text, len(lines)
+}
+
+// block is what a terminal shows: every line cut to the width (a wrapped line would break the
+// cursor arithmetic) and no more lines than fit on the screen (the ones that scroll off could not
+// be redrawn).
+func (p *Progress) block(st workload.RolloutStatus) []string {
+	width := max(p.Width-1, 10)
+	head := p.ref + " " + st.Phase + ": " + st.Summary
+	head = truncate(head, width)
+	// Color the state word after cutting, so that the escape sequences never count as width.
+	if p.Color && strings.HasPrefix(head, p.ref+" "+st.Phase) {
+		head = p.ref + " " + p.paint(st, st.Phase) + head[len(p.ref)+1+len(st.Phase):]
+	}
+	lines := []string{head}
+	room := max(p.Height-2, 1) // keep a row for the cursor
+	for i, l := range st.Progress {
+		if len(lines) == room && i < len(st.Progress) {
+			lines[len(lines)-1] = truncate(fmt.Sprintf("  … %d more", len(st.Progress)-i+1), width)
+			break
+		}
+		lines = append(lines, truncate("  "+l, width))
+	}
+	return lines
+}
+
+// truncate cuts s to at most width runes, ending with "…" when cut.
+func truncate(s string, width int) string {
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:width-1]) + "…"
+}
+
+// lower writes a phase in words: "RolledBack" → "rolled back".
+func lower(phase string) string {
+	var b strings.Builder
+	for i, r := range phase {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
