@@ -1,0 +1,20 @@
+package tapp
+
+import "github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
+
+// EventComponent is the source component of the controller's Events.
+const EventComponent = "tapp-controller"
+
+// Init is the agent's InitFunc for the TApp controller: TApps from the agent's own factory, pods
+// and PVCs from the managed-by filtered factory (every pod and claim the controller creates
+// carries that label), Events as EventComponent.
+func Init(c *ctrl.Context) (ctrl.Controller, error) {
+	return NewController(
+		c.KubeClient,
+		c.Client,
+		c.Informers.Apps().V1alpha1().TApps(),
+		c.ManagedInformers.Core().V1().Pods(),
+		c.ManagedInformers.Core().V1().PersistentVolumeClaims(),
+		c.EventRecorder(EventComponent),
+	), nil
+}
