@@ -1,15 +1,3 @@
-// Package canary is the Canary controller: it releases a canary Deployment next to a stable
-// Deployment in batches, moving serving capacity from stable to canary only as canary pods become
-// available, pausing for promotion where spec.pauseType says, and rolling everything back to the
-// stable Deployment on spec.rollback.
-//
-// The controller follows k8s.io/sample-controller: shared informers and their listers, a typed
-// rate-limited work queue of Canary names, and a sync handler that reads only from the listers,
-// deep-copies before mutating, writes status only when it changed and requeues on errors. Every
-// write to a Deployment is an absolute value (a replica count, a pod template), so a sync repeated
-// on a lagging cache writes the same value again and never doubles an action.
-//
-// See DESIGN.md §2.3 and docs of the v1alpha1.Canary type for the behaviour.
 package canary
 
 import (

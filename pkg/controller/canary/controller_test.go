@@ -225,6 +225,14 @@ func TestPausedMidBatch(t *testing.T) {
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 }
 
+// A completed release stays Completed when paused: there is nothing left to hold.
+func TestPausedAfterCompletion(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseFirst, 4, C, 10, 0, func(c *v1alpha1.Canary) { c.Spec.Paused = true })
+	f.step(writeStatus)
+	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
+	f.settled()
+}
+
 func TestPausedBeforeTheFirstBatchTouchesNothing(t *testing.T) {
 	cn := newCanary(v1alpha1.PauseFirst)
 	cn.Spec.Paused = true

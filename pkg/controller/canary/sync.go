@@ -194,7 +194,7 @@ func (r *reconciler) progress() error {
 		st.CurrentBatch = n
 	}
 
-	if cn.Spec.Paused {
+	if cn.Spec.Paused && !r.completed() {
 		r.phase, r.reason = v1alpha1.CanaryPaused, ReasonPausedBySpec
 		if st.CurrentBatch == 0 {
 			r.message = "paused by spec.paused before batch 1"
@@ -278,6 +278,12 @@ func (r *reconciler) progress() error {
 			k, n, r.canaryAvailable(), target, replicasOf(r.stable))
 	}
 	return err
+}
+
+// completed reports whether every batch of the plan has completed.
+func (r *reconciler) completed() bool {
+	n := int32(len(r.plan))
+	return r.status.CurrentBatch == n && r.status.Batches[n-1].State == v1alpha1.BatchCompleted
 }
 
 // alignBatches makes status.batches describe the plan: one entry per batch, in order, keeping
@@ -633,7 +639,9 @@ func (r *reconciler) createCanary(replicas int32) error {
 	d := r.newCanaryDeployment(replicas)
 	created, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Create(r.ctx, d, metav1.CreateOptions{})
 	if err != nil {
-		r.event(corev1.EventTypeWarning, "FailedCreate", "creating canary Deployment %q: %v", d.Name, err)
+		if !apierrors.IsAlreadyExists(err) { // the cache lags a create of ours: retry once it caught up
+			r.event(corev1.EventTypeWarning, "FailedCreate", "creating canary Deployment %q: %v", d.Name, err)
+		}
 		return fmt.Errorf("creating canary Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	r.canaryDep, r.canaryNew = created, true
