@@ -3,6 +3,7 @@ package agent
 import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/tapp"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/uniteddeployment"
 )
 
 // Controllers is the registry of the controllers the agent runs, by name (the names --controllers
@@ -16,6 +17,7 @@ import (
 //
 // Controllers are constructed and started in name order.
 var Controllers = map[string]InitFunc{
-	"canary": canary.Init,
-	"tapp":   tapp.Init,
+	"canary":           canary.Init,
+	"tapp":             tapp.Init,
+	"uniteddeployment": uniteddeployment.Init,
 }
