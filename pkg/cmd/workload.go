@@ -9,7 +9,9 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/abort"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
@@ -48,6 +50,9 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		pause.NewCmdPause(f, streams),
 		pause.NewCmdResume(f, streams),
 		promote.NewCmdPromote(f, streams),
+		abort.NewCmdAbort(f, streams),
+		instance.NewCmdKillInstance(f, streams),
+		instance.NewCmdStartInstance(f, streams),
 		version.NewCmdVersion(streams),
 		status.NewCmdStatus(f, streams),
 		completion.NewCmdCompletion(streams),

@@ -1,0 +1,123 @@
+// Package instance implements `kubectl workload kill-instance` and `start-instance`: stop a
+// TApp instance by id, or start it again with the same id, pod name and volumes.
+package instance
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+var (
+	killLong = templates.LongDesc(`
+		Kill TApp instances by id: set spec.statuses[ID] to Killed. The agent deletes the
+		instance's pod and does not re-create it; the id, the pod name and the instance's
+		volumes are kept for start-instance. Ids are 0 to replicas-1. Killing a killed instance
+		changes nothing.`)
+
+	killExample = templates.Examples(`
+		# Stop instance 3 of a TApp
+		kubectl workload kill-instance tapp/gameserver 3
+
+		# Stop several instances at once
+		kubectl workload kill-instance tapp gameserver 0 4 7
+
+		# Show the patch that would be sent, without sending it
+		kubectl workload kill-instance tapp/gameserver 3 --dry-run=client`)
+
+	startLong = templates.LongDesc(`
+		Start killed TApp instances again: remove their spec.statuses[ID] entry. The agent
+		re-creates each pod with the same id, name and volumes. Ids are 0 to replicas-1.
+		Starting an instance that is not killed changes nothing.`)
+
+	startExample = templates.Examples(`
+		# Start instance 3 of a TApp again
+		kubectl workload start-instance tapp/gameserver 3
+
+		# Start several instances at once
+		kubectl workload start-instance tapp/gameserver 0 4 7`)
+)
+
+// Options holds what kill-instance and start-instance need.
+type Options struct {
+	// Kill is true for kill-instance, false for start-instance.
+	Kill bool
+	IDs  []string
+
+	Ref       workload.Ref
+	Namespace string
+	DryRun    cmdutil.DryRunStrategy
+	Client    dynamic.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdKillInstance returns the `kill-instance` command.
+func NewCmdKillInstance(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmd(f, streams, true, "kill-instance TYPE/NAME ID...", "Stop TApp instances by id", killLong, killExample)
+}
+
+// NewCmdStartInstance returns the `start-instance` command.
+func NewCmdStartInstance(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmd(f, streams, false, "start-instance TYPE/NAME ID...", "Start killed TApp instances again", startLong, startExample)
+}
+
+func newCmd(f cmdutil.Factory, streams genericiooptions.IOStreams, kill bool, use, short, long, example string) *cobra.Command {
+	o := &Options{Kill: kill, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:                   use,
+		DisableFlagsInUseLine: true,
+		Short:                 short,
+		Long:                  long,
+		Example:               example,
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(o.Complete(f, cmd, args))
+			cmdutil.CheckErr(o.Run(cmd.Context()))
+		},
+	}
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
+}
+
+// Complete resolves the object, the ids, the namespace, the dry-run mode and the client.
+func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	ref, rest, err := workload.ParseRef(args, workload.WithInstances...)
+	if err != nil {
+		return err
+	}
+	o.Ref, o.IDs = ref, rest
+	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Run reads the TApp, validates the ids against its replicas and sends the JSON patch.
+func (o *Options) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return err
+	}
+	decide := workload.StartInstances
+	if o.Kill {
+		decide = workload.KillInstances
+	}
+	change, err := decide(o.Ref, obj, o.IDs)
+	if err != nil {
+		return err
+	}
+	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+}
