@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -169,7 +170,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(name)
 		return true
 	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing TApp; requeuing", "tapp", name)
+	if apierrors.IsConflict(err) {
+		// The TApp or a pod changed under us; the newer version is on its way to the cache.
+		klog.FromContext(ctx).V(2).Info("Conflict syncing TApp; requeuing", "tapp", name, "err", err)
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing TApp; requeuing", "tapp", name)
+	}
 	c.queue.AddRateLimited(name)
 	return true
 }
