@@ -4,7 +4,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 MODULE := $(shell $(GO) list -m)
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.1.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X $(MODULE)/pkg/version.Version=$(VERSION) -X $(MODULE)/pkg/version.GitCommit=$(COMMIT)
 # End-to-end packages start a control plane each; give them room on a 2-core machine.
