@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/abort"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/get"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
@@ -56,6 +57,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		version.NewCmdVersion(streams),
 		status.NewCmdStatus(f, streams),
 		completion.NewCmdCompletion(streams),
+		get.NewCmdGet(f, streams),
 	)
 	return cmd
 }

@@ -1,0 +1,184 @@
+// Package get implements `kubectl workload get`: a workload drawn as a tree down to its pods.
+package get
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+var (
+	getLong = templates.LongDesc(`
+		Show a workload as a tree down to its pods, with each pod's readiness, status and
+		restarts:
+
+		* tapp: the instances by id, each with its pod and template
+		* ud (UnitedDeployment): the subset workloads, with partition and revision, then their pods
+		* canary: the batches, then the stable and the canary Deployment with their pods
+		* deploy (Deployment): the ReplicaSets (one per revision), then their pods
+		* sts (StatefulSet): the pods grouped by revision
+
+		Pods are read with the workload's label selector, never by listing every pod of the
+		namespace, so get stays fast in busy namespaces.
+
+		With -o json or -o yaml, prints a List of the workload and every object of its tree;
+		-o name prints their names.`)
+
+	getExample = templates.Examples(`
+		# Show a TApp's instances and their pods
+		kubectl workload get tapp/gameserver
+
+		# Show a UnitedDeployment's subsets, zone by zone
+		kubectl workload get ud orders -n shop
+
+		# The names of a canary release's objects, for scripting
+		kubectl workload get canary/checkout -o name`)
+)
+
+// now is the clock ages are measured with (tests fix it).
+var now = time.Now
+
+// Options holds what get needs.
+type Options struct {
+	PrintFlags *genericclioptions.PrintFlags
+	// Printer prints the objects; nil draws the tree.
+	Printer printers.ResourcePrinter
+
+	Ref       workload.Ref
+	Namespace string
+	Client    dynamic.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdGet returns the `get` command.
+func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, PrintFlags: genericclioptions.NewPrintFlags("")}
+	cmd := &cobra.Command{
+		Use:                   "get TYPE/NAME [-o json|yaml|name]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show a workload as a tree: subsets, batches or revisions down to pods",
+		Long:                  getLong,
+		Example:               getExample,
+		ValidArgsFunction:     completion.WorkloadNames(f, workload.Viewable...),
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(o.Complete(f, cmd, args))
+			cmdutil.CheckErr(o.Run(cmd.Context()))
+		},
+	}
+	o.PrintFlags.AddFlags(cmd)
+	return cmd
+}
+
+// Complete resolves the object, the namespace, the client and the printer.
+func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	ref, rest, err := workload.ParseRef(args, workload.Viewable...)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
+	}
+	o.Ref = ref
+	if *o.PrintFlags.OutputFormat != "" {
+		if o.Printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return err
+		}
+	}
+	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Run reads the workload and its tree, and prints it.
+func (o *Options) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return err
+	}
+	tree, err := workload.Tree(ctx, o.Client, o.Namespace, o.Ref, obj)
+	if err != nil {
+		return err
+	}
+	if o.Printer != nil {
+		return o.Printer.PrintObj(AsList(tree.Objects()), o.Out)
+	}
+	return PrintTree(o.Out, tree)
+}
+
+// AsList wraps objects in a v1 List, as kubectl get prints several objects.
+func AsList(objs []*unstructured.Unstructured) *unstructured.UnstructuredList {
+	list := &unstructured.UnstructuredList{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "List", "metadata": map[string]interface{}{"resourceVersion": ""}}}
+	for _, obj := range objs {
+		list.Items = append(list.Items, *obj)
+	}
+	return list
+}
+
+// PrintTree draws the tree as a table whose first column holds the branches.
+func PrintTree(out io.Writer, root *workload.Node) error {
+	var buf bytes.Buffer
+	w := printers.GetNewTabWriter(&buf)
+	fmt.Fprintln(w, "NAME\tREADY\tSTATUS\tRESTARTS\tAGE\tINFO")
+	row(w, "", root)
+	var walk func(n *workload.Node, indent string)
+	walk = func(n *workload.Node, indent string) {
+		for i, c := range n.Children {
+			branch, next := "├── ", "│   "
+			if i == len(n.Children)-1 {
+				branch, next = "└── ", "    "
+			}
+			row(w, indent+branch, c)
+			walk(c, indent+next)
+		}
+	}
+	walk(root, "")
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return writeTrimmed(out, buf.String())
+}
+
+// writeTrimmed writes text without the padding the table leaves at the end of its lines.
+func writeTrimmed(out io.Writer, text string) error {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(out, strings.Join(lines, "\n")+"\n")
+	return err
+}
+
+func row(w io.Writer, prefix string, n *workload.Node) {
+	age := ""
+	if !n.Created.IsZero() {
+		age = duration.HumanDuration(now().Sub(n.Created))
+	}
+	cells := []string{prefix + n.Name, n.Ready, n.Status, n.Restarts, age, n.Info}
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, "\t", " ")
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}

@@ -1,0 +1,257 @@
+package get
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func init() { now = func() time.Time { return t0 } }
+
+func meta(name string, uid string, age time.Duration, lbls map[string]string, owner metav1.Object, ownerKind schema) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace, UID: types.UID(uid), Labels: lbls,
+		CreationTimestamp: metav1.NewTime(t0.Add(-age)), Generation: 1}
+	if owner != nil {
+		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: ownerKind.apiVersion, Kind: ownerKind.kind,
+			Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true)}}
+	}
+	return m
+}
+
+type schema struct{ apiVersion, kind string }
+
+var (
+	tappKind = schema{"apps.workload.dev/v1alpha1", "TApp"}
+	udKind   = schema{"apps.workload.dev/v1alpha1", "UnitedDeployment"}
+	deployK  = schema{"apps/v1", "Deployment"}
+	rsKind   = schema{"apps/v1", "ReplicaSet"}
+	stsKind  = schema{"apps/v1", "StatefulSet"}
+)
+
+func labels(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// pod is a one-container pod; state is "ready", "crash", "pending" or "terminating".
+func pod(name string, lbls map[string]string, owner metav1.Object, ownerKind schema, age time.Duration, state string, restarts int32) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: meta(name, "uid-"+name, age, lbls, owner, ownerKind)}
+	p.Spec.Containers = []corev1.Container{{Name: "app", Image: "app:v1"}}
+	cs := corev1.ContainerStatus{Name: "app", RestartCount: restarts}
+	switch state {
+	case "ready", "terminating":
+		p.Status.Phase = corev1.PodRunning
+		cs.Ready = true
+		cs.State.Running = &corev1.ContainerStateRunning{}
+		if state == "terminating" {
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+		}
+	case "crash":
+		p.Status.Phase = corev1.PodRunning
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+	case "pending":
+		p.Status.Phase = corev1.PodPending
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+	return p
+}
+
+func tappObjects() []runtime.Object {
+	t := &v1alpha1.TApp{ObjectMeta: meta("web", "uid-web", 48*time.Hour, nil, nil, schema{})}
+	t.Spec.Replicas = ptr.To[int32](5)
+	t.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "web")}
+	t.Spec.Templates = map[string]string{"4": "canary"}
+	t.Spec.Statuses = map[string]v1alpha1.InstanceDesiredStatus{"3": v1alpha1.InstanceKilled}
+	t.Status = v1alpha1.TAppStatus{ObservedGeneration: 1, Replicas: 4, ReadyReplicas: 3, AvailableReplicas: 3, UpdatedReplicas: 4,
+		AppStatus: v1alpha1.AppRunning,
+		Statuses:  map[string]v1alpha1.InstanceStatus{"0": "Running", "1": "Running", "2": "Running", "3": "Killed", "4": "Updating"}}
+	objs := []runtime.Object{t}
+	podLabels := func(id string) map[string]string {
+		return labels("app", "web", v1alpha1.LabelTAppName, "web", v1alpha1.LabelInstanceID, id)
+	}
+	objs = append(objs,
+		pod("web-0", podLabels("0"), t, tappKind, 48*time.Hour, "ready", 0),
+		pod("web-1", podLabels("1"), t, tappKind, 47*time.Hour, "ready", 2),
+		pod("web-2", podLabels("2"), t, tappKind, 3*time.Hour, "ready", 0),
+		pod("web-4", podLabels("4"), t, tappKind, 90*time.Second, "crash", 5),
+		// Same app label, another TApp: not part of this tree.
+		pod("web-other-0", labels("app", "web", v1alpha1.LabelTAppName, "web-other", v1alpha1.LabelInstanceID, "0"), nil, schema{}, time.Hour, "ready", 0),
+		// An unrelated pod of the namespace.
+		pod("cache-0", labels("app", "cache"), nil, schema{}, time.Hour, "ready", 0),
+	)
+	return objs
+}
+
+func udObjects() []runtime.Object {
+	u := &v1alpha1.UnitedDeployment{ObjectMeta: meta("orders", "uid-orders", 24*time.Hour, nil, nil, schema{})}
+	u.Spec.Replicas = ptr.To[int32](4)
+	u.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "orders")}
+	u.Spec.Template.StatefulSetTemplate = &v1alpha1.StatefulSetTemplateSpec{}
+	u.Status = v1alpha1.UnitedDeploymentStatus{ObservedGeneration: 1, Replicas: 4, ReadyReplicas: 4, UpdatedReplicas: 2, UpdatedReadyReplicas: 2,
+		CurrentRevision: "orders-5d8f7", UpdatedRevision: "orders-7c9b4",
+		SubsetStatuses: []v1alpha1.SubsetStatus{
+			{Name: "zone-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2},
+			{Name: "zone-b", Replicas: 2, ReadyReplicas: 2, Partition: 2}}}
+	objs := []runtime.Object{u}
+	for _, z := range []struct{ zone, name, rev string }{{"zone-b", "orders-zone-b-k2x9p", "orders-5d8f7"}, {"zone-a", "orders-zone-a-7hq4m", "orders-7c9b4"}} {
+		s := &appsv1.StatefulSet{ObjectMeta: meta(z.name, "uid-"+z.name, 24*time.Hour,
+			labels(v1alpha1.LabelUnitedDeploymentName, "orders", v1alpha1.LabelSubsetName, z.zone, v1alpha1.LabelRevision, z.rev), u, udKind)}
+		s.Spec.Replicas = ptr.To[int32](2)
+		sel := labels("app", "orders", v1alpha1.LabelUnitedDeploymentName, "orders", v1alpha1.LabelSubsetName, z.zone)
+		s.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, CurrentRevision: z.name + "-1", UpdateRevision: z.name + "-1"}
+		objs = append(objs, s)
+		for i := 0; i < 2; i++ {
+			pl := labels("app", "orders", v1alpha1.LabelUnitedDeploymentName, "orders", v1alpha1.LabelSubsetName, z.zone,
+				appsv1.ControllerRevisionHashLabelKey, z.name+"-1")
+			objs = append(objs, pod(z.name+"-"+string(rune('0'+i)), pl, s, stsKind, 20*time.Hour, "ready", 0))
+		}
+	}
+	return objs
+}
+
+// deployment is a Deployment with a ReplicaSet per revision (name suffix → pods of it).
+func deployment(name string, replicas int32, sel map[string]string, lbls map[string]string, revisions []struct {
+	hash string
+	pods []string
+}) []runtime.Object {
+	d := &appsv1.Deployment{ObjectMeta: meta(name, "uid-"+name, 10*time.Hour, lbls, nil, schema{})}
+	d.Spec.Replicas = ptr.To(replicas)
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas}
+	objs := []runtime.Object{d}
+	for i, r := range revisions {
+		rsLabels := labels("pod-template-hash", r.hash)
+		for k, v := range sel {
+			rsLabels[k] = v
+		}
+		rs := &appsv1.ReplicaSet{ObjectMeta: meta(name+"-"+r.hash, "uid-"+name+"-"+r.hash, 10*time.Hour, rsLabels, d, deployK)}
+		rs.Annotations = map[string]string{"deployment.kubernetes.io/revision": string(rune('1' + i))}
+		rs.Spec.Replicas = ptr.To(int32(len(r.pods)))
+		rs.Status.ReadyReplicas = int32(len(r.pods))
+		objs = append(objs, rs)
+		for _, p := range r.pods {
+			objs = append(objs, pod(p, rsLabels, rs, rsKind, 5*time.Hour, "ready", 0))
+		}
+	}
+	return objs
+}
+
+type rev = struct {
+	hash string
+	pods []string
+}
+
+func canaryObjects() []runtime.Object {
+	c := &v1alpha1.Canary{ObjectMeta: meta("checkout", "uid-canary-checkout", 2*time.Hour, nil, nil, schema{})}
+	c.Spec.Replicas = 3
+	c.Spec.Batches = ptr.To[int32](2)
+	c.Spec.StableRef.Name = "checkout"
+	c.Spec.Canary.Name = "checkout-canary"
+	c.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryPaused, CurrentBatch: 1,
+		CanaryReplicas: 1, CanaryAvailable: 1, StableReplicas: 2, StableAvailable: 2,
+		Batches: []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 1, State: v1alpha1.BatchPaused, StartTime: ptr.To(metav1.NewTime(t0.Add(-30 * time.Minute)))},
+			{Index: 2, CanaryReplicas: 3, State: v1alpha1.BatchPending}}}
+	objs := []runtime.Object{c}
+	objs = append(objs, deployment("checkout", 2, labels("app", "checkout"), nil, []rev{{"6f9c", []string{"checkout-6f9c-abcde", "checkout-6f9c-fghij"}}})...)
+	// The canary's pods carry the stable's app label too: only ReplicaSet ownership tells them apart.
+	objs = append(objs, deployment("checkout-canary", 1, labels("app", "checkout", "track", "canary"), labels(v1alpha1.LabelCanaryName, "checkout"),
+		[]rev{{"5b7d", []string{"checkout-canary-5b7d-klmno"}}})...)
+	return objs
+}
+
+func stsObjects() []runtime.Object {
+	s := &appsv1.StatefulSet{ObjectMeta: meta("db", "uid-db", 72*time.Hour, nil, nil, schema{})}
+	s.Spec.Replicas = ptr.To[int32](3)
+	s.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "db")}
+	s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}
+	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: 1, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 1, CurrentRevision: "db-6b5d", UpdateRevision: "db-84f1"}
+	objs := []runtime.Object{s}
+	for i, r := range []string{"db-6b5d", "db-6b5d", "db-84f1"} {
+		objs = append(objs, pod("db-"+string(rune('0'+i)), labels("app", "db", appsv1.ControllerRevisionHashLabelKey, r), s, stsKind, 70*time.Hour, "ready", 0))
+	}
+	return objs
+}
+
+func TestGet(t *testing.T) {
+	all := func(sets ...[]runtime.Object) []runtime.Object {
+		var out []runtime.Object
+		for _, s := range sets {
+			out = append(out, s...)
+		}
+		return out
+	}
+	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(),
+		deployment("front", 2, labels("app", "front"), nil, []rev{{"aaaa", []string{"front-aaaa-1"}}, {"bbbb", []string{"front-bbbb-1", "front-bbbb-2"}}}))
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"tapp-tree", []string{"tapp/web"}},
+		{"ud-tree", []string{"ud/orders"}},
+		{"canary-tree", []string{"canary", "checkout"}},
+		{"deploy-tree", []string{"deploy/front"}},
+		{"sts-tree", []string{"sts/db"}},
+		{"tapp-name", []string{"tapp/web", "-o", "name"}},
+		{"canary-yaml", []string{"canary/checkout", "-o", "yaml"}},
+		{"sts-json", []string{"sts/db", "-o", "json"}},
+		{"error-missing", []string{"ud/nope"}},
+		{"error-unknown-output", []string{"tapp/web", "-o", "wide"}},
+		{"error-unknown-type", []string{"pods/web-0"}},
+		{"error-no-args", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.Run(t, NewCmdGet, objs, tt.args...)
+			cmdtest.Golden(t, tt.name, res.Transcript())
+		})
+	}
+}
+
+// Reads never list every pod of the namespace: every pod list carries a label selector.
+func TestGetListsPodsBySelectorOnly(t *testing.T) {
+	objs := append(append(tappObjects(), udObjects()...), canaryObjects()...)
+	for _, args := range [][]string{{"tapp/web"}, {"ud/orders"}, {"canary/checkout"}} {
+		res := cmdtest.Run(t, NewCmdGet, objs, args...)
+		if res.Code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, res.Code, res.Fatal)
+		}
+		for _, a := range res.Actions {
+			if strings.HasPrefix(a, "list ") && !strings.Contains(a, "labels=") {
+				t.Errorf("%v: %q lists without a label selector", args, a)
+			}
+		}
+	}
+}
+
+func TestEmptySelectorIsRefused(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: meta("open", "uid-open", time.Hour, nil, nil, schema{})}
+	d.Spec.Selector = &metav1.LabelSelector{}
+	res := cmdtest.Run(t, NewCmdGet, []runtime.Object{d}, "deploy/open")
+	if res.Code != 1 || !strings.Contains(res.Fatal, "deploy/open: its selector is empty") {
+		t.Errorf("got exit %d %q", res.Code, res.Fatal)
+	}
+	for _, a := range res.Actions {
+		if strings.HasPrefix(a, "list pods") {
+			t.Errorf("listed pods with an empty selector: %s", a)
+		}
+	}
+}
