@@ -197,7 +197,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing", "controller", ControllerName, "key", key)
+	if apierrors.IsConflict(err) {
+		// A write raced a change the cache had not shown yet; the retry reads the new state.
+		klog.FromContext(ctx).V(2).Info("Conflict syncing; requeuing", "controller", ControllerName, "key", key, "err", err)
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing", "controller", ControllerName, "key", key)
+	}
 	c.queue.AddRateLimited(key)
 	return true
 }
