@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/setpartition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
 )
@@ -54,6 +55,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		abort.NewCmdAbort(f, streams),
 		instance.NewCmdKillInstance(f, streams),
 		instance.NewCmdStartInstance(f, streams),
+		setpartition.NewCmdSetPartition(f, streams),
 		version.NewCmdVersion(streams),
 		status.NewCmdStatus(f, streams),
 		completion.NewCmdCompletion(streams),
