@@ -1,13 +1,3 @@
-// Package uniteddeployment is the UnitedDeployment controller: one service spread over subsets
-// (usually zones), each run by one workload — a StatefulSet, a Deployment or a TApp — made from
-// the UnitedDeployment's template with the subset's node selector term and tolerations merged
-// in. It splits spec.replicas among the subsets, keeps a ControllerRevision per distinct
-// spec.template and releases a new template subset by subset through per-subset partitions.
-//
-// The kinds differ only in an Adapter (statefulset.go, deployment.go, tapp.go); the controller
-// itself is written in the style of k8s.io/sample-controller: listers, a rate-limited work
-// queue, a sync that reads only from informer caches, expectations for the workloads it creates
-// and deletes, and a status write only when the status changed.
 package uniteddeployment
 
 import (

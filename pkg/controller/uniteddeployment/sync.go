@@ -42,7 +42,6 @@ const (
 	EventSuccessfulUpdate = "SuccessfulUpdate"
 	EventSuccessfulDelete = "SuccessfulDelete"
 	EventRolloutComplete  = "RolloutComplete"
-	EventRevisionDeleted  = "RevisionDeleted"
 )
 
 // defaultRevisionHistoryLimit applies when spec.revisionHistoryLimit is unset.
