@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/get"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/list"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/setpartition"
@@ -60,6 +61,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		status.NewCmdStatus(f, streams),
 		completion.NewCmdCompletion(streams),
 		get.NewCmdGet(f, streams),
+		list.NewCmdList(f, streams),
 	)
 	return cmd
 }

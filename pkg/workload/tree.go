@@ -49,6 +49,16 @@ func (n *Node) Objects() []*unstructured.Unstructured {
 	return out
 }
 
+// AsList wraps objects in a v1 List, as kubectl get prints several objects.
+func AsList(objs []*unstructured.Unstructured) *unstructured.UnstructuredList {
+	list := &unstructured.UnstructuredList{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "List", "metadata": map[string]interface{}{"resourceVersion": ""}}}
+	for _, obj := range objs {
+		list.Items = append(list.Items, *obj)
+	}
+	return list
+}
+
 // Resources of the objects a tree reads besides the workloads themselves.
 var (
 	podsResource        = corev1.SchemeGroupVersion.WithResource("pods")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -122,19 +121,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Printer != nil {
-		return o.Printer.PrintObj(AsList(tree.Objects()), o.Out)
+		return o.Printer.PrintObj(workload.AsList(tree.Objects()), o.Out)
 	}
 	return PrintTree(o.Out, tree)
-}
-
-// AsList wraps objects in a v1 List, as kubectl get prints several objects.
-func AsList(objs []*unstructured.Unstructured) *unstructured.UnstructuredList {
-	list := &unstructured.UnstructuredList{Object: map[string]interface{}{
-		"apiVersion": "v1", "kind": "List", "metadata": map[string]interface{}{"resourceVersion": ""}}}
-	for _, obj := range objs {
-		list.Items = append(list.Items, *obj)
-	}
-	return list
 }
 
 // PrintTree draws the tree as a table whose first column holds the branches.
