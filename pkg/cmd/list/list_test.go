@@ -38,7 +38,7 @@ func objects() []runtime.Object {
 	orders.Spec.Replicas = ptr.To[int32](6)
 	orders.Status = v1alpha1.UnitedDeploymentStatus{ObservedGeneration: 1, Replicas: 6, ReadyReplicas: 6, UpdatedReplicas: 2, UpdatedReadyReplicas: 2,
 		UpdatedRevision: "orders-7c9b4",
-		SubsetStatuses: []v1alpha1.SubsetStatus{{Name: "zone-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2}, {Name: "zone-b", Replicas: 4, ReadyReplicas: 4, Partition: 4}}}
+		SubsetStatuses:  []v1alpha1.SubsetStatus{{Name: "zone-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2}, {Name: "zone-b", Replicas: 4, ReadyReplicas: 4, Partition: 4}}}
 	checkout := &v1alpha1.Canary{ObjectMeta: meta(cmdtest.Namespace, "checkout", 2*time.Hour, map[string]string{"team": "payments"})}
 	checkout.Spec.Replicas = 10
 	checkout.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryPaused, CurrentBatch: 1, Message: "waiting for promote",
