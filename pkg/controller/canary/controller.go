@@ -174,7 +174,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing Canary; requeuing", "canary", key)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		// The cache lagged this controller's own writes; the informer event is on its way.
+		klog.FromContext(ctx).V(2).Info("Cache behind the API server; requeuing", "canary", key, "err", err)
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing Canary; requeuing", "canary", key)
+	}
 	c.queue.AddRateLimited(key)
 	return true
 }
@@ -242,31 +247,51 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (err
 		now:    metav1.NewTime(c.clock.Now()).Rfc3339Copy(),
 	}
 	r.status = *r.canary.Status.DeepCopy()
-	syncErr := r.reconcile()
+	if err := r.reconcile(); err != nil {
+		return err
+	}
 	r.finishStatus()
-
 	metrics.SetRolloutProgress(Kind, key.Namespace, key.Name, r.canary.Spec.Replicas,
 		r.status.CanaryReplicas, r.status.CanaryAvailable+r.status.StableAvailable)
 
-	if statusEqual(&shared.Status, &r.status) {
-		return syncErr
-	}
-	updated := r.canary.DeepCopy()
-	updated.Status = r.status
-	if _, err := c.client.AppsV1alpha1().Canaries(updated.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		if syncErr != nil {
-			return syncErr
+	// The status goes first, with the resourceVersion read: when the cache was stale the API
+	// server refuses it with a conflict and nothing is written to a Deployment. An unchanged
+	// status is still sent when Deployments are to be written, for that check alone (the API
+	// server makes no change of it).
+	if !statusEqual(&shared.Status, &r.status) || len(r.writes) > 0 {
+		updated := r.canary.DeepCopy()
+		updated.Status = r.status
+		if _, err := c.client.AppsV1alpha1().Canaries(updated.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating status of Canary %s: %w", key, err)
 		}
-		return fmt.Errorf("updating status of Canary %s: %w", key, err)
 	}
-	return syncErr
+	for _, e := range r.events {
+		e()
+	}
+	for _, w := range r.writes {
+		if err := w.do(ctx); err != nil {
+			return fmt.Errorf("%s: %w", w.what, err)
+		}
+	}
+	return nil
 }
 
-// event records an Event on the Canary.
+// event records an Event on the Canary about a decision of this sync; it is sent once the
+// sync's status is committed.
 func (r *reconciler) event(eventType, reason, format string, args ...interface{}) {
+	r.events = append(r.events, func() { r.emit(eventType, reason, format, args...) })
+}
+
+// emit sends an Event on the Canary now.
+func (r *reconciler) emit(eventType, reason, format string, args ...interface{}) {
 	if r.c.recorder != nil {
 		r.c.recorder.Eventf(r.canary, eventType, reason, format, args...)
 	}
+}
+
+// decide appends a Deployment write to the sync's writes.
+func (r *reconciler) decide(what string, do func(ctx context.Context) error) {
+	r.writes = append(r.writes, write{what: what, do: do})
 }
 
 // isOwnedBy reports whether d is controlled by the Canary cn.

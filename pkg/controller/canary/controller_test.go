@@ -47,7 +47,7 @@ func TestReleasePauseFirst(t *testing.T) {
 
 	// Start: the stable Deployment is recorded on the Canary, then the canary Deployment is
 	// created with batch 1's single pod. The stable Deployment is not touched.
-	f.step("patch canaries checkout merge", "create deployments checkout-canary", writeStatus)
+	f.step("patch canaries checkout merge", writeStatus, "create deployments checkout-canary")
 	c := f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
 	wantSizes := []int32{1, 4, 7, 10}
 	for i, b := range c.Status.Batches {
@@ -87,7 +87,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	// Batch 1's pod is available: the stable Deployment gives one pod up, and the release
 	// pauses after batch 1.
 	f.available("checkout-canary", 1)
-	f.step(patchStable+replicas(9), writeStatus)
+	f.step(writeStatus, patchStable+replicas(9))
 	c = f.status(v1alpha1.CanaryPaused, 1, Ps, P, P, P)
 	if b := c.Status.Batches[0]; b.FinishTime == nil {
 		t.Error("batch 1 has no finish time")
@@ -106,7 +106,7 @@ func TestReleasePauseFirst(t *testing.T) {
 
 	// Promote: batch 2 scales the canary to 4; the stable Deployment waits for them.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.step(patchCanary+replicas(4), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(4))
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 	f.wantEvent("Normal " + EventPromoted)
 	f.settled()
@@ -117,21 +117,21 @@ func TestReleasePauseFirst(t *testing.T) {
 
 	// Two of the four are available: stable follows one for one.
 	f.available("checkout-canary", 2)
-	f.step(patchStable+replicas(8), writeStatus)
+	f.step(writeStatus, patchStable+replicas(8))
 	f.settled()
 	// All four: batch 2 completes and, pauseType being First, batch 3 begins at once.
 	f.available("checkout-canary", 4)
-	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.settled()
 	f.available("checkout-canary", 7)
-	f.step(patchCanary+replicas(10), patchStable+replicas(3), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(10), patchStable+replicas(3))
 	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, U)
 	f.available("checkout-canary", 9)
-	f.step(patchStable+replicas(1), writeStatus)
+	f.step(writeStatus, patchStable+replicas(1))
 	// The last batch completes: the stable Deployment goes to 0.
 	f.available("checkout-canary", 10)
-	f.step(patchStable+replicas(0), writeStatus)
+	f.step(writeStatus, patchStable+replicas(0))
 	c = f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 	f.wantEvent("Normal " + EventReleaseComplete)
 	if cond := meta.FindStatusCondition(c.Status.Conditions, ConditionProgressing); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonCompleted {
@@ -144,31 +144,31 @@ func TestReleasePauseFirst(t *testing.T) {
 
 func TestPauseAllPausesAfterEveryBatchButTheLast(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseAll, 2, U, 4, 9, nil)
-	f.step(patchStable+replicas(6), writeStatus)
+	f.step(writeStatus, patchStable+replicas(6))
 	f.status(v1alpha1.CanaryPaused, 2, C, Ps, P, P)
 	f.settled()
 
 	// A promote of batch 2 moves to batch 3, which pauses again.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 2 })
-	f.step(patchCanary+replicas(7), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7))
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.available("checkout-canary", 7)
-	f.step(patchStable+replicas(3), writeStatus)
+	f.step(writeStatus, patchStable+replicas(3))
 	f.status(v1alpha1.CanaryPaused, 3, C, C, Ps, P)
 
 	// The last batch never pauses.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 3 })
-	f.step(patchCanary+replicas(10), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(10))
 	f.available("checkout-canary", 10)
-	f.step(patchStable+replicas(0), writeStatus)
+	f.step(writeStatus, patchStable+replicas(0))
 	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 }
 
 func TestPauseNoneNeverWaits(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseNone), newStable(10))
-	f.step("patch canaries checkout merge", "create deployments checkout-canary", writeStatus)
+	f.step("patch canaries checkout merge", writeStatus, "create deployments checkout-canary")
 	f.available("checkout-canary", 1)
-	f.step(patchCanary+replicas(4), patchStable+replicas(9), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(4), patchStable+replicas(9))
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 }
 
@@ -179,12 +179,12 @@ func TestPromoteIsIdempotent(t *testing.T) {
 	f.step(writeStatus) // conditions, counts and message of the hand-made status
 	f.settled()
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 2 })
-	f.step(patchCanary+replicas(7), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7))
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 2 }) // the second promote
 	f.step(writeStatus)                                                 // observedGeneration only
 	f.available("checkout-canary", 7)
-	f.step(patchStable+replicas(3), writeStatus)
+	f.step(writeStatus, patchStable+replicas(3))
 	f.status(v1alpha1.CanaryPaused, 3, C, C, Ps, P) // batch 3 still needs its own approval
 }
 
@@ -192,13 +192,13 @@ func TestPromoteIsIdempotent(t *testing.T) {
 func TestFullPromote(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseAll, 1, Ps, 1, 9, nil)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 4 })
-	f.step(patchCanary+replicas(4), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(4))
 	f.available("checkout-canary", 4)
-	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
 	f.available("checkout-canary", 7)
-	f.step(patchCanary+replicas(10), patchStable+replicas(3), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(10), patchStable+replicas(3))
 	f.available("checkout-canary", 10)
-	f.step(patchStable+replicas(0), writeStatus)
+	f.step(writeStatus, patchStable+replicas(0))
 	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 }
 
@@ -215,13 +215,13 @@ func TestPausedMidBatch(t *testing.T) {
 
 	// Canary pods stop being available: the stable Deployment grows back to keep capacity.
 	f.available("checkout-canary", 0)
-	f.step(patchStable+replicas(10), writeStatus)
+	f.step(writeStatus, patchStable+replicas(10))
 	f.available("checkout-canary", 4)
 	f.step(writeStatus) // counts only: still paused, stable stays at 10
 	f.settled()
 
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Paused = false })
-	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 }
 
@@ -249,7 +249,7 @@ func TestPausedBeforeTheFirstBatchTouchesNothing(t *testing.T) {
 func TestStableGrowsBackWhenCanaryPodsFail(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 6, nil)
 	f.editDeployment("checkout-canary", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 })
-	f.step(patchStable+replicas(8), writeStatus)
+	f.step(writeStatus, patchStable+replicas(8))
 }
 
 // Until the Deployment controller has observed the canary Deployment's latest spec, its
@@ -260,13 +260,13 @@ func TestStaleCanaryStatusDoesNotShrinkStable(t *testing.T) {
 	f.step(writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 	f.editDeployment("checkout-canary", func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 3 })
-	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
 }
 
 func TestRollbackFromBatch3(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	// Stable first; the canary keeps its pods.
-	f.step(patchStable+replicas(10), writeStatus)
+	f.step(writeStatus, patchStable+replicas(10))
 	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
 	f.wantEvent("Normal " + EventRollingBack)
 	f.settled()
@@ -278,7 +278,7 @@ func TestRollbackFromBatch3(t *testing.T) {
 	f.settled()
 	// All ten stable pods available: now the canary goes.
 	f.available("checkout", 10)
-	f.step(patchCanary+replicas(0), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(0))
 	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
 	f.settled()
 	f.available("checkout-canary", 0)
@@ -308,7 +308,7 @@ func TestRollbackAfterCompletionRestoresStableTemplate(t *testing.T) {
 		d.Spec.Template.Labels["extra"] = "label"
 	})
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
-	f.step("patch deployments checkout json", writeStatus)
+	f.step(writeStatus, "patch deployments checkout json")
 	d := f.deployment("checkout")
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" || *d.Spec.Replicas != 10 {
 		t.Errorf("stable after restore: image %s, %d replicas", img, *d.Spec.Replicas)
@@ -320,7 +320,7 @@ func TestRollbackAfterCompletionRestoresStableTemplate(t *testing.T) {
 	f.status(v1alpha1.CanaryRollingBack, 4, C, C, C, C)
 	f.settled()
 	f.available("checkout", 10)
-	f.step(patchCanary+replicas(0), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(0))
 	f.available("checkout-canary", 0)
 	f.step(writeStatus)
 	f.status(v1alpha1.CanaryRolledBack, 4, C, C, C, C)
@@ -336,7 +336,7 @@ func TestReleaseRestartsAfterRollback(t *testing.T) {
 	f.step(writeStatus)
 	f.settled()
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
-	f.step(patchCanary+replicas(1), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(1))
 	f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
 	f.wantEvent("Normal " + EventRestarted)
 }
@@ -374,7 +374,7 @@ func TestDegradedMidReleaseTouchesNothing(t *testing.T) {
 	if err := f.kube.Tracker().Add(newStable(9)); err != nil {
 		t.Fatal(err)
 	}
-	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
 }
 
 func TestDegradedWhenTheCanaryNameIsTaken(t *testing.T) {
@@ -408,7 +408,9 @@ func TestCanaryTemplateChange(t *testing.T) {
 		c.Spec.Canary.Template.Spec.Containers[0].Image = "nginx:1.27.1"
 		c.Spec.MinReadySeconds = 30
 	})
-	f.step("update deployments checkout-canary", patchStable+replicas(6), writeStatus)
+	// The stable Deployment waits: with a new minReadySeconds, the canary pods available now
+	// may not be once the Deployment controller applies it.
+	f.step(writeStatus, "update deployments checkout-canary")
 	d := f.deployment("checkout-canary")
 	if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.27.1" || d.Spec.MinReadySeconds != 30 || *d.Spec.Replicas != 4 {
 		t.Errorf("canary Deployment: %s, minReadySeconds %d, %d replicas", d.Spec.Template.Spec.Containers[0].Image, d.Spec.MinReadySeconds, *d.Spec.Replicas)
@@ -419,8 +421,36 @@ func TestCanaryTemplateChange(t *testing.T) {
 	f.settled()
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 	f.available("checkout-canary", 4)
-	f.step(patchCanary+replicas(7), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
+}
+
+// A sync that works from a stale Canary (the cache does not show the status this controller
+// last wrote) writes no Deployment: its status update, carrying the stale resourceVersion, is
+// refused first. Here the stale status still says batch 3, while the canary Deployment already
+// runs batch 4's 10 pods: acting on it would scale the canary back down to 7.
+func TestStaleCanaryWritesNothing(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, nil)
+	f.refresh()
+	stale := f.canary()
+	f.step(writeStatus, patchCanary+replicas(10))
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, U)
+
+	f.refresh()
+	if err := f.canaryStore.Update(stale); err != nil {
+		t.Fatal(err)
+	}
+	actions, err := f.trySync()
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("sync error %v; want a conflict", err)
+	}
+	if len(actions) != 1 || actions[0] != writeStatus {
+		t.Fatalf("actions %q; want only the refused status update", actions)
+	}
+	if d := f.deployment("checkout-canary"); *d.Spec.Replicas != 10 {
+		t.Fatalf("canary Deployment scaled to %d", *d.Spec.Replicas)
+	}
+	f.settled()
 }
 
 func TestBatchSizesPlan(t *testing.T) {
@@ -428,12 +458,12 @@ func TestBatchSizesPlan(t *testing.T) {
 	cn.Spec.Batches = nil
 	cn.Spec.BatchSizes = []intstr.IntOrString{intstr.FromString("20%"), intstr.FromInt32(5), intstr.FromString("100%")}
 	f := newFixture(t, cn, newStable(10))
-	f.step("patch canaries checkout merge", "create deployments checkout-canary", writeStatus)
+	f.step("patch canaries checkout merge", writeStatus, "create deployments checkout-canary")
 	if d := f.deployment("checkout-canary"); *d.Spec.Replicas != 2 {
 		t.Errorf("batch 1: %d canary pods, want 2", *d.Spec.Replicas)
 	}
 	f.available("checkout-canary", 2)
-	f.step(patchCanary+replicas(5), patchStable+replicas(8), writeStatus)
+	f.step(writeStatus, patchCanary+replicas(5), patchStable+replicas(8))
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P)
 }
 

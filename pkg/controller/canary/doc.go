@@ -10,6 +10,13 @@
 // {"spec":{"replicas":N}}, a pod template), so a sync repeated on a lagging cache writes the same
 // value again and never doubles an action.
 //
+// The Canary's status is the controller's memory of the release, so a sync must not act on a
+// Canary older than the status it last wrote. A sync therefore decides everything first, then
+// updates the status with the resourceVersion it read (even unchanged, when it has Deployment
+// writes to make), and only once the API server accepted that makes its Deployment writes and
+// sends its Events. On a stale cache the status update is refused with a conflict, nothing else
+// is written, and the Canary is requeued.
+//
 // # Batches
 //
 // BatchPlan gives the canary pods of every batch. status.currentBatch and the per-batch states

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,24 @@ func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.De
 		}
 		return false, nil, nil
 	}
+	// Like the API server, refuse a Canary update whose resourceVersion is not the stored one,
+	// and bump it on every update (the simple fake tracker does neither).
+	f.client.PrependReactor("update", "canaries", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.Canary).DeepCopy()
+		stored, err := f.client.Tracker().Get(canariesGVR, ns, obj.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		rv := stored.(*v1alpha1.Canary).ResourceVersion
+		if obj.ResourceVersion != rv {
+			return true, nil, apierrors.NewConflict(canariesGVR.GroupResource(), obj.Name, fmt.Errorf("resourceVersion %s, stored %s", obj.ResourceVersion, rv))
+		}
+		obj.ResourceVersion = nextRV(rv)
+		if err := f.client.Tracker().Update(canariesGVR, obj, ns); err != nil {
+			return true, nil, err
+		}
+		return true, obj, nil
+	})
 	f.kube.PrependReactor("*", "*", record)
 	f.client.PrependReactor("*", "*", record)
 	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)
@@ -215,9 +234,15 @@ func (f *fixture) editCanary(edit func(*v1alpha1.Canary)) {
 	c := f.canary()
 	edit(c)
 	c.Generation++
+	c.ResourceVersion = nextRV(c.ResourceVersion)
 	if err := f.client.Tracker().Update(canariesGVR, c, ns); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+func nextRV(rv string) string {
+	n, _ := strconv.Atoi(rv)
+	return strconv.Itoa(n + 1)
 }
 
 // editDeployment changes a Deployment in the fake API server without recording an action.
@@ -299,7 +324,7 @@ func newCanary(pause v1alpha1.PauseType) *v1alpha1.Canary {
 	return &v1alpha1.Canary{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Canary"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "checkout", Namespace: ns, UID: "canary-uid", Generation: 1,
+			Name: "checkout", Namespace: ns, UID: "canary-uid", Generation: 1, ResourceVersion: "1",
 		},
 		Spec: v1alpha1.CanarySpec{
 			Replicas:  10,

@@ -106,11 +106,26 @@ type reconciler struct {
 	reason     string // reason of the Progressing (or Degraded) condition
 	message    string
 	degraded   bool
-	canaryNew  bool // the canary Deployment was created in this sync: its status says nothing yet
-	stableRest bool // the stable Deployment was written in this sync: wait to see its status
+	canaryNew  bool // the canary Deployment is created in this sync: its status says nothing yet
+	stableRest bool // the stable Deployment is written in this sync: wait to see its status
+
+	// events are the Events of the decisions of this sync, sent once its status is committed.
+	events []func()
+	// writes are the Deployment writes decided by this sync, in order. They are made only
+	// after the status update, which carries the Canary's resourceVersion as read, has
+	// succeeded: a sync working from a stale Canary (the cache not yet showing this
+	// controller's last status) is refused there and writes nothing.
+	writes []write
 }
 
-// reconcile decides and makes the writes for the Canary, leaving the outcome in r.status.
+// write is one decided Deployment write.
+type write struct {
+	what string
+	do   func(ctx context.Context) error
+}
+
+// reconcile decides the writes for the Canary (r.writes) and the outcome (r.status, r.phase,
+// r.message). Only the snapshot of the stable Deployment is written here, when a release begins.
 func (r *reconciler) reconcile() error {
 	cn := r.canary
 	plan, err := BatchPlan(&cn.Spec)
@@ -200,11 +215,11 @@ func (r *reconciler) progress() error {
 			r.message = "paused by spec.paused before batch 1"
 			return nil
 		}
-		err := r.scale(replicasOf(r.canaryDep), true)
+		r.scale(replicasOf(r.canaryDep), true)
 		k := st.CurrentBatch
 		r.message = fmt.Sprintf("paused by spec.paused at batch %d/%d: %d of %d canary pods available, stable at %d",
 			k, n, r.canaryAvailable(), replicasOf(r.canaryDep), replicasOf(r.stable))
-		return err
+		return nil
 	}
 
 	if st.CurrentBatch == 0 {
@@ -261,7 +276,7 @@ func (r *reconciler) progress() error {
 
 	k := st.CurrentBatch
 	target := r.plan[k-1]
-	err := r.scale(target, false)
+	r.scale(target, false)
 
 	switch b := st.Batches[k-1]; {
 	case b.State == v1alpha1.BatchPaused:
@@ -277,7 +292,7 @@ func (r *reconciler) progress() error {
 		r.message = fmt.Sprintf("batch %d/%d: %d of %d canary pods available, stable at %d",
 			k, n, r.canaryAvailable(), target, replicasOf(r.stable))
 	}
-	return err
+	return nil
 }
 
 // completed reports whether every batch of the plan has completed.
@@ -371,44 +386,37 @@ func (r *reconciler) canaryAvailable() int32 {
 //
 // With hold (spec.paused) the canary Deployment is left as it is and the stable Deployment may
 // only grow.
-func (r *reconciler) scale(target int32, hold bool) error {
+func (r *reconciler) scale(target int32, hold bool) {
 	replicas := r.canary.Spec.Replicas
 
-	if r.canaryDep == nil {
+	// The canary's availability is trusted only while its status describes its spec, template
+	// and minReadySeconds; until then the stable Deployment may grow but not shrink. A scale-up
+	// does not make the available pods any less available.
+	observed := r.canaryDep
+	trusted := observed == nil || statusObserved(observed)
+	if observed == nil {
 		if !hold {
-			if err := r.createCanary(target); err != nil {
-				return err
-			}
+			r.createCanary(target)
 		}
-	} else if !hold {
-		if err := r.updateCanaryTemplate(); err != nil {
-			return err
-		}
+	} else if !hold && r.updateCanaryTemplate() {
+		trusted = false
 	}
 	canaryReplicas := replicasOf(r.canaryDep)
-	if r.canaryDep != nil && !hold && canaryReplicas < target {
-		if err := r.scaleCanary(target); err != nil {
-			return err
-		}
+	if r.canaryDep != nil && !r.canaryNew && !hold && canaryReplicas < target {
+		r.scaleCanary(target)
 	}
 
-	// The canary's availability is trusted only once its status describes its latest spec;
-	// until then the stable Deployment may grow but not shrink.
-	trusted := r.canaryDep == nil || (!r.canaryNew && statusObserved(r.canaryDep))
 	stableTarget := max(0, replicas-min(r.canaryAvailable(), target))
 	if (hold || !trusted) && stableTarget < replicasOf(r.stable) {
 		stableTarget = replicasOf(r.stable)
 	}
 	if stableTarget != replicasOf(r.stable) {
-		if err := r.scaleStable(stableTarget); err != nil {
-			return err
-		}
+		r.scaleStable(stableTarget)
 	}
 
 	if r.canaryDep != nil && !hold && canaryReplicas > target && r.stableReady(replicas-target) {
-		return r.scaleCanary(target)
+		r.scaleCanary(target)
 	}
-	return nil
 }
 
 // stableReady reports whether the stable Deployment, as last observed, has at least want pods
@@ -449,9 +457,7 @@ func (r *reconciler) rollback() error {
 			return err
 		}
 	case replicasOf(r.stable) != replicas:
-		if err := r.scaleStable(replicas); err != nil {
-			return err
-		}
+		r.scaleStable(replicas)
 	}
 
 	canaryLeft := int32(0)
@@ -460,9 +466,7 @@ func (r *reconciler) rollback() error {
 	}
 	ready := restored && r.stableReady(replicas)
 	if ready && r.canaryDep != nil && replicasOf(r.canaryDep) != 0 {
-		if err := r.scaleCanary(0); err != nil {
-			return err
-		}
+		r.scaleCanary(0)
 	}
 
 	switch {
@@ -571,8 +575,12 @@ func (r *reconciler) ensureSnapshot() error {
 	if err != nil {
 		return err
 	}
+	// With the resourceVersion read, the patch applies only to the Canary as this sync saw it.
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{AnnotationStableSnapshot: string(raw)}},
+		"metadata": map[string]any{
+			"resourceVersion": r.canary.ResourceVersion,
+			"annotations":     map[string]string{AnnotationStableSnapshot: string(raw)},
+		},
 	})
 	if err != nil {
 		return err
@@ -635,26 +643,29 @@ func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 	}
 }
 
-func (r *reconciler) createCanary(replicas int32) error {
+// createCanary decides to create the canary Deployment with the given replicas.
+func (r *reconciler) createCanary(replicas int32) {
 	d := r.newCanaryDeployment(replicas)
-	created, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Create(r.ctx, d, metav1.CreateOptions{})
-	if err != nil {
-		if !apierrors.IsAlreadyExists(err) { // the cache lags a create of ours: retry once it caught up
-			r.event(corev1.EventTypeWarning, "FailedCreate", "creating canary Deployment %q: %v", d.Name, err)
+	r.canaryDep, r.canaryNew = d, true
+	r.decide("creating canary Deployment "+d.Name, func(ctx context.Context) error {
+		_, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+		if err != nil {
+			if !apierrors.IsAlreadyExists(err) { // the cache lags a create of ours: retry once it caught up
+				r.emit(corev1.EventTypeWarning, "FailedCreate", "creating canary Deployment %q: %v", d.Name, err)
+			}
+			return err
 		}
-		return fmt.Errorf("creating canary Deployment %s/%s: %w", d.Namespace, d.Name, err)
-	}
-	r.canaryDep, r.canaryNew = created, true
-	r.event(corev1.EventTypeNormal, EventCanaryCreated, "created canary Deployment %q with %d replicas", d.Name, replicas)
-	return nil
+		r.emit(corev1.EventTypeNormal, EventCanaryCreated, "created canary Deployment %q with %d replicas", d.Name, replicas)
+		return nil
+	})
 }
 
-// updateCanaryTemplate rewrites the canary Deployment's template and minReadySeconds when the
-// Canary's changed.
-func (r *reconciler) updateCanaryTemplate() error {
+// updateCanaryTemplate decides to rewrite the canary Deployment's template and minReadySeconds
+// when the Canary's changed, and reports whether it did.
+func (r *reconciler) updateCanaryTemplate() bool {
 	hash := r.templateHash()
 	if r.canaryDep.Annotations[AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
-		return nil
+		return false
 	}
 	d := r.canaryDep.DeepCopy()
 	want := r.newCanaryDeployment(replicasOf(d))
@@ -665,13 +676,16 @@ func (r *reconciler) updateCanaryTemplate() error {
 	d.Spec.Template = want.Spec.Template
 	d.Spec.MinReadySeconds = want.Spec.MinReadySeconds
 	d.Spec.Strategy = want.Spec.Strategy
-	updated, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Update(r.ctx, d, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("updating the template of canary Deployment %s/%s: %w", d.Namespace, d.Name, err)
-	}
-	r.canaryDep = updated
-	r.event(corev1.EventTypeNormal, EventCanaryUpdated, "updated the pod template of canary Deployment %q", d.Name)
-	return nil
+	r.canaryDep = d
+	update := d.DeepCopy()
+	r.decide("updating the template of canary Deployment "+d.Name, func(ctx context.Context) error {
+		if _, err := r.c.kubeClient.AppsV1().Deployments(update.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		r.emit(corev1.EventTypeNormal, EventCanaryUpdated, "updated the pod template of canary Deployment %q", update.Name)
+		return nil
+	})
+	return true
 }
 
 // replicasPatch is a merge patch setting spec.replicas.
@@ -679,35 +693,41 @@ func replicasPatch(n int32) []byte {
 	return fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
 }
 
-func (r *reconciler) scaleCanary(n int32) error {
-	d := r.canaryDep
+// scaleCanary decides to scale the canary Deployment to n.
+func (r *reconciler) scaleCanary(n int32) {
+	d := r.canaryDep.DeepCopy()
 	from := replicasOf(d)
-	updated, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(r.ctx, d.Name, types.MergePatchType, replicasPatch(n), metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("scaling canary Deployment %s/%s to %d: %w", d.Namespace, d.Name, n, err)
-	}
-	r.canaryDep = updated
-	r.event(corev1.EventTypeNormal, EventScaledCanary, "scaled canary Deployment %q from %d to %d", d.Name, from, n)
-	return nil
+	d.Spec.Replicas = &n
+	r.canaryDep = d
+	r.decide(fmt.Sprintf("scaling canary Deployment %s to %d", d.Name, n), func(ctx context.Context) error {
+		if _, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, replicasPatch(n), metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		r.emit(corev1.EventTypeNormal, EventScaledCanary, "scaled canary Deployment %q from %d to %d", d.Name, from, n)
+		return nil
+	})
 }
 
-func (r *reconciler) scaleStable(n int32) error {
-	d := r.stable
+// scaleStable decides to scale the stable Deployment to n.
+func (r *reconciler) scaleStable(n int32) {
+	d := r.stable.DeepCopy()
 	from := replicasOf(d)
-	updated, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(r.ctx, d.Name, types.MergePatchType, replicasPatch(n), metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("scaling stable Deployment %s/%s to %d: %w", d.Namespace, d.Name, n, err)
-	}
-	r.stable, r.stableRest = updated, true
-	r.event(corev1.EventTypeNormal, EventScaledStable, "scaled stable Deployment %q from %d to %d", d.Name, from, n)
-	return nil
+	d.Spec.Replicas = &n
+	r.stable, r.stableRest = d, true
+	r.decide(fmt.Sprintf("scaling stable Deployment %s to %d", d.Name, n), func(ctx context.Context) error {
+		if _, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, replicasPatch(n), metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		r.emit(corev1.EventTypeNormal, EventScaledStable, "scaled stable Deployment %q from %d to %d", d.Name, from, n)
+		return nil
+	})
 }
 
 // restoreStable puts the snapshot's pod template back on the stable Deployment and sets its
 // replicas, in one JSON patch (a merge patch would merge the old template into the new one
 // instead of replacing it).
 func (r *reconciler) restoreStable(snap *StableSnapshot, replicas int32) error {
-	d := r.stable
+	d := r.stable.DeepCopy()
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "replace", "path": "/spec/template", "value": snap.Template},
 		{"op": "replace", "path": "/spec/replicas", "value": replicas},
@@ -715,12 +735,16 @@ func (r *reconciler) restoreStable(snap *StableSnapshot, replicas int32) error {
 	if err != nil {
 		return err
 	}
-	updated, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(r.ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("restoring the pod template of stable Deployment %s/%s: %w", d.Namespace, d.Name, err)
-	}
-	r.stable, r.stableRest = updated, true
-	r.event(corev1.EventTypeNormal, EventRestoredStable,
-		"restored the pod template of stable Deployment %q from when the release began, with %d replicas", d.Name, replicas)
+	d.Spec.Template = snap.Template
+	d.Spec.Replicas = &replicas
+	r.stable, r.stableRest = d, true
+	r.decide("restoring the pod template of stable Deployment "+d.Name, func(ctx context.Context) error {
+		if _, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		r.emit(corev1.EventTypeNormal, EventRestoredStable,
+			"restored the pod template of stable Deployment %q from when the release began, with %d replicas", d.Name, replicas)
+		return nil
+	})
 	return nil
 }
