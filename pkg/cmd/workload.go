@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/list"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/set"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/setpartition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
@@ -57,6 +58,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		instance.NewCmdKillInstance(f, streams),
 		instance.NewCmdStartInstance(f, streams),
 		setpartition.NewCmdSetPartition(f, streams),
+		set.NewCmdSet(f, streams),
 		version.NewCmdVersion(streams),
 		status.NewCmdStatus(f, streams),
 		completion.NewCmdCompletion(streams),

@@ -1,0 +1,135 @@
+// Package set implements `kubectl workload set`, whose subcommand `set image` changes container
+// images in a workload's pod template.
+package set
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+var (
+	setLong = templates.LongDesc(`
+		Change a part of a workload with a small patch. Today: set image.`)
+
+	imageLong = templates.LongDesc(`
+		Set the image of one or more containers of a workload's pod template, as
+		'kubectl set image' does, on every kind the plugin knows. CONTAINER=IMAGE names a
+		container or an init container; *=IMAGE sets every one of them. Only the containers
+		whose image changes are sent; an unknown container is refused with the list of the
+		template's containers, and nothing changes.
+
+		The template changed is:
+
+		* tapp: spec.template, or the templatePool entry named by spec.defaultTemplateName when that is set (what instances without their own assignment run); --template NAME picks a templatePool entry. The template replaced is kept in the TApp's tapp.apps.workload.dev/previous-template annotation, for undo.
+		* ud: the pod template of the subset template in use (statefulSetTemplate, deploymentTemplate or tappTemplate).
+		* canary: spec.canary.template, the template being released.
+		* deploy, sts: spec.template.
+
+		Deployments and StatefulSets get a strategic merge patch (containers merged by name).
+		Our custom resources accept no strategic merge patch, so they get a JSON patch that
+		replaces each image by container index after testing that the container at that index
+		still has that name (and, on a TApp, that the spec has not changed since it was read).`)
+
+	imageExample = templates.Examples(`
+		# Release a new image to a TApp's instances
+		kubectl workload set image tapp/gameserver server=registry.example/gameserver:1.8
+
+		# Change a templatePool entry of a TApp
+		kubectl workload set image tapp/gameserver server=registry.example/gameserver:1.8 --template canary
+
+		# Start a canary release of a new image
+		kubectl workload set image canary/checkout app=registry.example/checkout:2.0
+
+		# Set every container (and init container) of a UnitedDeployment to one image
+		kubectl workload set image ud/orders '*=registry.example/orders:3.1'
+
+		# Show the patch that would be sent, without sending it
+		kubectl workload set image deploy/front nginx=nginx:1.27 --dry-run=client`)
+)
+
+// NewCmdSet returns the `set` command.
+func NewCmdSet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "set SUBCOMMAND",
+		DisableFlagsInUseLine: true,
+		Short:                 "Change a part of a workload: set image",
+		Long:                  setLong,
+		Run:                   cmdutil.DefaultSubCommandRun(streams.ErrOut),
+	}
+	cmd.AddCommand(NewCmdImage(f, streams))
+	return cmd
+}
+
+// ImageOptions holds what set image needs.
+type ImageOptions struct {
+	// Template names a TApp's templatePool entry.
+	Template string
+	// Args are the CONTAINER=IMAGE assignments.
+	Args []string
+
+	Ref       workload.Ref
+	Namespace string
+	DryRun    cmdutil.DryRunStrategy
+	Client    dynamic.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdImage returns the `set image` command.
+func NewCmdImage(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ImageOptions{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:                   "image TYPE/NAME CONTAINER=IMAGE... [--template NAME]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Set container images of a workload's pod template",
+		Long:                  imageLong,
+		Example:               imageExample,
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(o.Complete(f, cmd, args))
+			cmdutil.CheckErr(o.Run(cmd.Context()))
+		},
+	}
+	cmd.Flags().StringVar(&o.Template, "template", "", "TApp: the templatePool entry to change instead of the default template")
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
+}
+
+// Complete resolves the object, the namespace, the dry-run mode and the client.
+func (o *ImageOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	ref, rest, err := workload.ParseRef(args, workload.ImageSettable...)
+	if err != nil {
+		return err
+	}
+	o.Ref, o.Args = ref, rest
+	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Run reads the object, resolves the containers and sends the patch.
+func (o *ImageOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return err
+	}
+	change, err := workload.SetImage(o.Ref, obj, o.Template, o.Args)
+	if err != nil {
+		return err
+	}
+	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+}

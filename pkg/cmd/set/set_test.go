@@ -1,0 +1,164 @@
+package set
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+func meta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace, Generation: 4}
+}
+
+func template(images ...string) corev1.PodTemplateSpec {
+	t := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}}
+	for i := 0; i < len(images); i += 2 {
+		t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: images[i], Image: images[i+1]})
+	}
+	return t
+}
+
+func objects() []runtime.Object {
+	web := &v1alpha1.TApp{ObjectMeta: meta("web")}
+	web.Annotations = map[string]string{"team": "games"}
+	web.Spec.Template = template("app", "nginx:1.24", "log", "fluent:1")
+	web.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "busybox:1"}}
+	web.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"canary": template("app", "nginx:1.25"), "blue": template("app", "nginx:1.23")}
+	plain := &v1alpha1.TApp{ObjectMeta: meta("plain")}
+	plain.Spec.Template = template("app", "nginx:1.24")
+	pooled := &v1alpha1.TApp{ObjectMeta: meta("pooled")}
+	pooled.Spec.Template = template("app", "nginx:1.24")
+	pooled.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"blue": template("app", "nginx:1.20")}
+	pooled.Spec.DefaultTemplateName = "blue"
+
+	orders := &v1alpha1.UnitedDeployment{ObjectMeta: meta("orders")}
+	orders.Spec.Template.StatefulSetTemplate = &v1alpha1.StatefulSetTemplateSpec{Spec: appsv1.StatefulSetSpec{Template: template("app", "orders:1")}}
+	games := &v1alpha1.UnitedDeployment{ObjectMeta: meta("games")}
+	games.Spec.Template.TAppTemplate = &v1alpha1.TAppTemplateSpec{Spec: v1alpha1.TAppSpec{Template: template("app", "games:1", "log", "fluent:1")}}
+
+	checkout := &v1alpha1.Canary{ObjectMeta: meta("checkout")}
+	checkout.Spec.Canary.Name = "checkout-canary"
+	checkout.Spec.Canary.Template = template("app", "shop:1")
+
+	front := &appsv1.Deployment{ObjectMeta: meta("front")}
+	front.Spec.Template = template("nginx", "nginx:1.24", "sidecar", "envoy:1")
+	db := &appsv1.StatefulSet{ObjectMeta: meta("db")}
+	db.Spec.Template = template("postgres", "postgres:15")
+	db.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init-db", Image: "postgres:15"}}
+	return []runtime.Object{web, plain, pooled, orders, games, checkout, front, db}
+}
+
+func TestSetImage(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		unchanged bool // succeeds without changing anything
+	}{
+		{"tapp", []string{"tapp/web", "app=nginx:1.26"}, false},
+		{"tapp-type-name-form", []string{"tapp", "web", "app=nginx:1.26"}, false},
+		{"tapp-two-containers", []string{"tapp/web", "log=fluent:2", "app=nginx:1.26"}, false},
+		{"tapp-init-container", []string{"tapp/web", "setup=busybox:2"}, false},
+		{"tapp-every-container", []string{"tapp/web", "*=nginx:1.26"}, false},
+		{"tapp-star-then-one", []string{"tapp/web", "*=nginx:1.26", "log=fluent:2"}, false},
+		{"tapp-template-pool", []string{"tapp/web", "app=nginx:1.26", "--template", "canary"}, false},
+		{"tapp-default-template-name", []string{"tapp/pooled", "app=nginx:1.21"}, false},
+		{"tapp-without-annotations", []string{"tapp/plain", "app=nginx:1.26"}, false},
+		{"tapp-already", []string{"tapp/web", "app=nginx:1.24"}, true},
+		{"tapp-some-already", []string{"tapp/web", "app=nginx:1.24", "log=fluent:2"}, false},
+		{"ud-statefulset-subsets", []string{"ud/orders", "app=orders:2"}, false},
+		{"ud-tapp-subsets", []string{"ud/games", "*=games:2"}, false},
+		{"canary", []string{"canary/checkout", "app=shop:2"}, false},
+		{"deployment", []string{"deploy/front", "nginx=nginx:1.26"}, false},
+		{"deployment-every-container", []string{"deployment/front", "*=nginx:1.26"}, false},
+		{"statefulset-with-init-container", []string{"sts/db", "*=postgres:16"}, false},
+		{"statefulset-already", []string{"sts/db", "postgres=postgres:15"}, true},
+		{"dry-run-client", []string{"tapp/plain", "app=nginx:1.26", "--dry-run=client"}, true},
+		{"dry-run-server", []string{"deploy/front", "sidecar=envoy:2", "--dry-run=server"}, false},
+		{"error-unknown-container", []string{"tapp/web", "app=nginx:1.26", "db=postgres:16"}, false},
+		{"error-unknown-container-in-pool", []string{"tapp/web", "log=fluent:2", "--template", "canary"}, false},
+		{"error-unknown-container-deployment", []string{"deploy/front", "web=nginx:1.26"}, false},
+		{"error-unknown-pool-template", []string{"tapp/web", "app=nginx:1.26", "--template", "green"}, false},
+		{"error-pool-template-empty-pool", []string{"tapp/plain", "app=nginx:1.26", "--template", "green"}, false},
+		{"error-template-flag-on-deployment", []string{"deploy/front", "nginx=nginx:1.26", "--template", "canary"}, false},
+		{"error-no-assignment", []string{"tapp/web"}, false},
+		{"error-not-an-assignment", []string{"tapp/web", "nginx:1.26"}, false},
+		{"error-empty-image", []string{"tapp/web", "app="}, false},
+		{"error-missing", []string{"canary/nope", "app=shop:2"}, false},
+		{"error-unknown-type", []string{"pod/web", "app=shop:2"}, false},
+		{"error-no-args", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.Run(t, NewCmdSet, objects(), append([]string{"image"}, tt.args...)...)
+			cmdtest.Golden(t, tt.name, res.Transcript())
+			if res.Code != 0 || tt.unchanged {
+				cmdtest.AssertUnchanged(t, res, objects())
+			}
+		})
+	}
+}
+
+// Like `kubectl set`, `set` alone prints its help (to stderr) and exits 1; it sends nothing.
+func TestSetWithoutSubcommandShowsHelp(t *testing.T) {
+	res := cmdtest.Run(t, NewCmdSet, objects())
+	if res.Code != 1 || len(res.Actions) != 0 || !strings.Contains(res.ErrOut, "image") {
+		t.Errorf("exit %d, actions %v, stderr %q", res.Code, res.Actions, res.ErrOut)
+	}
+}
+
+// The stored TApp runs the new image and keeps the replaced template in its annotation.
+func TestSetImageStoredTApp(t *testing.T) {
+	res := cmdtest.Run(t, NewCmdSet, objects(), "image", "tapp/web", "log=fluent:2")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
+	}
+	obj, err := res.Client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := workload.AsTApp(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := objects()[0].(*v1alpha1.TApp)
+	want := before.Spec.Template.DeepCopy()
+	want.Spec.Containers[1].Image = "fluent:2"
+	if gotJSON, wantJSON := mustJSON(t, got.Spec.Template), mustJSON(t, want); gotJSON != wantJSON {
+		t.Errorf("stored template\n%s\nwant\n%s", gotJSON, wantJSON)
+	}
+	var prev workload.PreviousTemplate
+	if err := json.Unmarshal([]byte(got.Annotations[workload.AnnotationPreviousTemplate]), &prev); err != nil {
+		t.Fatalf("annotation %q: %v", got.Annotations[workload.AnnotationPreviousTemplate], err)
+	}
+	var prevTemplate corev1.PodTemplateSpec
+	if err := json.Unmarshal(prev.Template, &prevTemplate); err != nil {
+		t.Fatal(err)
+	}
+	if prev.TemplateName != "" || mustJSON(t, prevTemplate) != mustJSON(t, before.Spec.Template) {
+		t.Errorf("recorded previous template %+v, want the template before the change", prev)
+	}
+	if got.Annotations["team"] != "games" {
+		t.Errorf("other annotations lost: %v", got.Annotations)
+	}
+	if mustJSON(t, got.Spec.TemplatePool) != mustJSON(t, before.Spec.TemplatePool) {
+		t.Error("templatePool changed")
+	}
+}
+
+func mustJSON(t *testing.T, v interface{}) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

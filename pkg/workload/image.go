@@ -1,0 +1,341 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ImageSettable lists the kinds `set image` acts on.
+var ImageSettable = []Kind{TApp, UnitedDeployment, Canary, Deployment, StatefulSet}
+
+// AnnotationPreviousTemplate is the annotation in which the plugin keeps, on a TApp, the pod
+// template it replaced last (`set image` and `undo` write it), so that `undo` can restore it:
+// nothing else records a TApp's template history. Its value is a PreviousTemplate in JSON.
+const AnnotationPreviousTemplate = "tapp.apps.workload.dev/previous-template"
+
+// PreviousTemplate is the value of AnnotationPreviousTemplate.
+type PreviousTemplate struct {
+	// TemplateName is the templatePool entry the template was replaced in; empty for
+	// spec.template.
+	TemplateName string `json:"templateName,omitempty"`
+	// Template is the pod template as it was stored before the change (JSON).
+	Template json.RawMessage `json:"template"`
+}
+
+// PodTemplatePath is where an object keeps the pod template `set image`, `undo` and `history`
+// act on:
+//   - TApp: spec.template, or the templatePool entry named by pool; with pool empty, the
+//     templatePool entry named by spec.defaultTemplateName if it is set (the template that
+//     instances without their own assignment run), else spec.template;
+//   - UnitedDeployment: the pod template inside the one subset template in use
+//     (spec.template.statefulSetTemplate, deploymentTemplate or tappTemplate);
+//   - Canary: spec.canary.template;
+//   - Deployment, StatefulSet: spec.template.
+//
+// It also returns how messages name that template ("" when it is the kind's only one).
+func PodTemplatePath(ref Ref, obj *unstructured.Unstructured, pool string) ([]string, string, error) {
+	switch ref.Kind.Name {
+	case TApp.Name:
+		if pool == "" {
+			pool, _, _ = unstructured.NestedString(obj.Object, "spec", "defaultTemplateName")
+		}
+		if pool == "" {
+			return []string{"spec", "template"}, "", nil
+		}
+		entries, _, _ := unstructured.NestedMap(obj.Object, "spec", "templatePool")
+		if _, ok := entries[pool]; !ok {
+			var names []string
+			for n := range entries {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			if len(names) == 0 {
+				return nil, "", fmt.Errorf("%s has no template %q: its templatePool is empty", ref, pool)
+			}
+			return nil, "", fmt.Errorf("%s has no template %q: its templatePool holds %s", ref, pool, strings.Join(names, ", "))
+		}
+		return []string{"spec", "templatePool", pool}, "template " + pool, nil
+	case UnitedDeployment.Name:
+		for _, kind := range []string{"statefulSetTemplate", "deploymentTemplate", "tappTemplate"} {
+			if _, ok, _ := unstructured.NestedMap(obj.Object, "spec", "template", kind); ok {
+				return []string{"spec", "template", kind, "spec", "template"}, "", nil
+			}
+		}
+		return nil, "", fmt.Errorf("%s has no subset template: set one of spec.template.statefulSetTemplate, deploymentTemplate or tappTemplate", ref)
+	case Canary.Name:
+		return []string{"spec", "canary", "template"}, "", nil
+	case Deployment.Name, StatefulSet.Name:
+		return []string{"spec", "template"}, "", nil
+	}
+	return nil, "", fmt.Errorf("a %s has no pod template", ref.Kind.Name)
+}
+
+// PodTemplateAt decodes the pod template found at path (an empty one when absent).
+func PodTemplateAt(obj *unstructured.Unstructured, path []string) (*corev1.PodTemplateSpec, error) {
+	t := &corev1.PodTemplateSpec{}
+	m, ok, err := unstructured.NestedMap(obj.Object, path...)
+	if err != nil || !ok {
+		return t, err
+	}
+	err = runtime.DefaultUnstructuredConverter.FromUnstructured(m, t)
+	return t, err
+}
+
+// ImageChange is one container whose image `set image` changes.
+type ImageChange struct {
+	// Init is true for an init container.
+	Init  bool
+	Index int
+	Name  string
+	From  string
+	To    string
+}
+
+// ParseImageArgs reads CONTAINER=IMAGE arguments ("*" names every container).
+func ParseImageArgs(ref Ref, args []string) ([][2]string, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%s: give at least one CONTAINER=IMAGE (or *=IMAGE for every container)", ref)
+	}
+	var out [][2]string
+	for _, a := range args {
+		name, image, ok := strings.Cut(a, "=")
+		if !ok || name == "" || image == "" || strings.ContainsAny(image, " \t") {
+			return nil, fmt.Errorf("%s: %q is not CONTAINER=IMAGE", ref, a)
+		}
+		out = append(out, [2]string{name, image})
+	}
+	return out, nil
+}
+
+// ImageChanges resolves CONTAINER=IMAGE assignments against a pod template's containers and
+// init containers, in the order they appear: later assignments win, "*" assigns every
+// container. An unknown container is an error listing the containers. Containers already
+// running their image are left out.
+func ImageChanges(ref Ref, what string, t *corev1.PodTemplateSpec, assignments [][2]string) ([]ImageChange, error) {
+	type slot struct {
+		init  bool
+		index int
+		from  string
+	}
+	var order []string
+	slots := map[string]slot{}
+	for i, c := range t.Spec.InitContainers {
+		slots[c.Name] = slot{true, i, c.Image}
+		order = append(order, c.Name)
+	}
+	for i, c := range t.Spec.Containers {
+		slots[c.Name] = slot{false, i, c.Image}
+		order = append(order, c.Name)
+	}
+	want := map[string]string{}
+	for _, a := range assignments {
+		if a[0] == "*" {
+			if len(order) == 0 {
+				return nil, fmt.Errorf("%s has no containers%s", ref, in(what))
+			}
+			for _, n := range order {
+				want[n] = a[1]
+			}
+			continue
+		}
+		if _, ok := slots[a[0]]; !ok {
+			return nil, fmt.Errorf("%s has no container %q%s: its containers are %s", ref, a[0], in(what), containerList(t))
+		}
+		want[a[0]] = a[1]
+	}
+	var changes []ImageChange
+	for _, n := range order {
+		image, ok := want[n]
+		if !ok || slots[n].from == image {
+			continue
+		}
+		s := slots[n]
+		changes = append(changes, ImageChange{Init: s.init, Index: s.index, Name: n, From: s.from, To: image})
+	}
+	return changes, nil
+}
+
+func in(what string) string {
+	if what == "" {
+		return ""
+	}
+	return " in " + what
+}
+
+func containerList(t *corev1.PodTemplateSpec) string {
+	var names []string
+	for _, c := range t.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	s := strings.Join(names, ", ")
+	if len(t.Spec.InitContainers) > 0 {
+		var inits []string
+		for _, c := range t.Spec.InitContainers {
+			inits = append(inits, c.Name)
+		}
+		s += " (init: " + strings.Join(inits, ", ") + ")"
+	}
+	return s
+}
+
+// ImageStrategicPatch is the strategic merge patch that sets container images in a native
+// workload's spec.template: containers are merged by name, so no index is involved.
+func ImageStrategicPatch(changes []ImageChange) (Patch, error) {
+	var containers, inits []interface{}
+	for _, c := range changes {
+		entry := map[string]string{"name": c.Name, "image": c.To}
+		if c.Init {
+			inits = append(inits, entry)
+		} else {
+			containers = append(containers, entry)
+		}
+	}
+	podSpec := map[string]interface{}{}
+	if len(containers) > 0 {
+		podSpec["containers"] = containers
+	}
+	if len(inits) > 0 {
+		podSpec["initContainers"] = inits
+	}
+	data, err := mergePatch([]string{"spec", "template", "spec"}, podSpec)
+	return Patch{Type: types.StrategicMergePatchType, Data: data}, err
+}
+
+// ImageOps are the JSON patch operations that set container images in the pod template at path
+// of one of our custom resources (which accept no strategic merge patch): for each container,
+// a "test" that the container at that index still has that name, then the replacement of its
+// image. If the containers were reordered or renamed meanwhile, the test fails and nothing
+// changes.
+func ImageOps(path []string, changes []ImageChange) []Op {
+	var ops []Op
+	for _, c := range changes {
+		list := "containers"
+		if c.Init {
+			list = "initContainers"
+		}
+		at := append(append([]string{}, path...), "spec", list, fmt.Sprint(c.Index))
+		ops = append(ops,
+			Test(Pointer(append(at, "name")...), c.Name),
+			Replace(Pointer(append(at, "image")...), c.To))
+	}
+	return ops
+}
+
+// RecordPreviousTemplateOps are the JSON patch operations that keep, in a TApp's
+// AnnotationPreviousTemplate, the template at path (as stored) about to be replaced, together
+// with a "test" of metadata.generation as read: if the spec changed meanwhile, the recorded
+// template might not be the one replaced, so the whole patch fails and nothing changes.
+func RecordPreviousTemplateOps(obj *unstructured.Unstructured, path []string) ([]Op, error) {
+	stored, _, err := unstructured.NestedMap(obj.Object, path...)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(PreviousTemplate{TemplateName: poolName(path), Template: raw})
+	if err != nil {
+		return nil, err
+	}
+	ops := []Op{GenerationTest(obj)}
+	if _, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "annotations"); ok {
+		ops = append(ops, Add(Pointer("metadata", "annotations", AnnotationPreviousTemplate), string(value)))
+	} else {
+		ops = append(ops, Add("/metadata/annotations", map[string]string{AnnotationPreviousTemplate: string(value)}))
+	}
+	return ops, nil
+}
+
+// GenerationTest is the JSON patch "test" of metadata.generation as read: the API server bumps
+// the generation on every change of the spec (and only then), so the test fails if anyone
+// changed the spec since the object was read, but not for status updates.
+func GenerationTest(obj *unstructured.Unstructured) Op {
+	if g, ok, _ := unstructured.NestedInt64(obj.Object, "metadata", "generation"); ok {
+		return Test("/metadata/generation", g)
+	}
+	return Test("/metadata/generation", nil)
+}
+
+// SetImage decides what `set image` does: args are CONTAINER=IMAGE (or *=IMAGE); pool names a
+// TApp templatePool entry (see PodTemplatePath). Native workloads get a strategic merge patch,
+// our custom resources a JSON patch by container index with a test on each container's name;
+// a TApp's patch also records the template it replaces, for undo.
+func SetImage(ref Ref, obj *unstructured.Unstructured, pool string, args []string) (Change, error) {
+	if pool != "" && ref.Kind.Name != TApp.Name {
+		return Change{}, fmt.Errorf("%s: --template names a TApp's templatePool entry; a %s has one pod template", ref, ref.Kind.Name)
+	}
+	assignments, err := ParseImageArgs(ref, args)
+	if err != nil {
+		return Change{}, err
+	}
+	path, what, err := PodTemplatePath(ref, obj, pool)
+	if err != nil {
+		return Change{}, err
+	}
+	tpl, err := PodTemplateAt(obj, path)
+	if err != nil {
+		return Change{}, fmt.Errorf("%s: reading %s: %w", ref, strings.Join(path, "."), err)
+	}
+	changes, err := ImageChanges(ref, what, tpl, assignments)
+	if err != nil {
+		return Change{}, err
+	}
+	if len(changes) == 0 {
+		return Unchanged(ref, "%s: %s%s", ref, alreadyRunning(assignments), in(what)), nil
+	}
+	var p Patch
+	switch {
+	case !ref.Kind.Ours():
+		p, err = ImageStrategicPatch(changes)
+	case ref.Kind.Name == TApp.Name:
+		var ops []Op
+		if ops, err = RecordPreviousTemplateOps(obj, path); err == nil {
+			p, err = JSONPatch(append(ops, ImageOps(path, changes)...)...)
+		}
+	default:
+		p, err = JSONPatch(ImageOps(path, changes)...)
+	}
+	if err != nil {
+		return Change{}, err
+	}
+	var parts []string
+	for _, c := range changes {
+		parts = append(parts, fmt.Sprintf("%s=%s (was %s)", c.Name, c.To, c.From))
+	}
+	return Change{Ref: ref, Patch: &p, Line: fmt.Sprintf("%s image updated%s: %s", ref, in(what), strings.Join(parts, ", "))}, nil
+}
+
+// poolName is the templatePool entry a TApp template path points at ("" for spec.template).
+func poolName(path []string) string {
+	if len(path) == 3 && path[1] == "templatePool" {
+		return path[2]
+	}
+	return ""
+}
+
+// alreadyRunning says that the containers named already run their images.
+func alreadyRunning(assignments [][2]string) string {
+	images := map[string]string{}
+	var names []string
+	for _, a := range assignments {
+		if _, seen := images[a[0]]; !seen {
+			names = append(names, a[0])
+		}
+		images[a[0]] = a[1]
+	}
+	switch {
+	case len(names) == 1 && names[0] == "*":
+		return "every container already runs " + images["*"]
+	case len(names) == 1:
+		return "container " + names[0] + " already runs " + images[names[0]]
+	}
+	return "containers " + strings.Join(names, ", ") + " already run the images given"
+}
