@@ -12,6 +12,7 @@ package tapp
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -61,6 +62,10 @@ type Controller struct {
 	// writes holds the pod patches issued but not yet observed.
 	writes *pendingWrites
 	clock  clock.Clock
+
+	// written remembers the last status write per TApp key (see updateStatus).
+	statusMu sync.Mutex
+	written  map[string]writtenStatus
 }
 
 // NewController returns a TApp controller. podInformer and pvcInformer should be the agent's
@@ -103,6 +108,7 @@ func newController(
 		recorder:     recorder,
 		expectations: expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
 		writes:       newPendingWrites(clk),
+		written:      map[string]writtenStatus{},
 		clock:        clk,
 	}
 

@@ -698,3 +698,46 @@ func TestPodEventsResolveOwner(t *testing.T) {
 		t.Errorf("queue length %d, want the owner once", f.c.queue.Len())
 	}
 }
+
+func TestStatusNotRewrittenWhileCacheLags(t *testing.T) {
+	tp := newTApp("web", 2)
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0, 1), nil)
+	sameActions(t, f.sync("web"), "update tapps/status web")
+	written := f.statusWritten()
+	// The cache still holds the TApp without that status: the same status is not written again.
+	sameActions(t, f.sync("web"))
+	// A real change is written on top of the controller's own last write, not the stale version.
+	p := f.cachedPod("web-1")
+	setReady(p, false)
+	bumpRV(p)
+	f.setPod(p)
+	sameActions(t, f.sync("web"), "update tapps/status web")
+	if got := f.statusWritten(); got.ResourceVersion != written.ResourceVersion || got.Status.ReadyReplicas != 1 {
+		t.Errorf("second write based on version %q (want %q), readyReplicas %d", got.ResourceVersion, written.ResourceVersion, got.Status.ReadyReplicas)
+	}
+}
+
+func TestCreateOfPodTheCacheMisses(t *testing.T) {
+	tp := newTApp("web", 1)
+	ours := runningPod(tp, 0)
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, nil, nil, ours)
+	sameActions(t, f.sync("web"), "create pods web-0", "get pods web-0", "update tapps/status web")
+	if ev := f.events(); hasEvent(ev, "Warning") {
+		t.Errorf("events %q", ev)
+	}
+	if !f.c.expectations.SatisfiedExpectations(ns + "/web") {
+		t.Error("expectation for an existing pod not lowered")
+	}
+
+	// A pod of that name that is not ours is an error.
+	tp2 := newTApp("api", 1)
+	foreign := runningPod(tp2, 0)
+	foreign.OwnerReferences = nil
+	f = newFixture(t, []*appsv1alpha1.TApp{tp2}, nil, nil, foreign)
+	if err := f.c.syncHandler(context.Background(), cache.NewObjectName(ns, "api")); err == nil {
+		t.Fatal("sync succeeded although a foreign pod holds the name")
+	}
+	if ev := f.events(); !hasEvent(ev, "Warning FailedCreate") {
+		t.Errorf("events %q", ev)
+	}
+}

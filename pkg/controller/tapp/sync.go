@@ -25,6 +25,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 )
 
+// errExists says a pod to create exists already and belongs to the TApp.
+var errExists = errors.New("pod exists already")
+
 // metricsKind is the kind label of the rollout-progress metrics.
 const metricsKind = "TApp"
 
@@ -40,6 +43,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("TApp deleted")
 		c.expectations.DeleteExpectations(key)
+		c.forgetStatus(key)
 		metrics.ForgetWorkload(metricsKind, namespace, tappName)
 		return nil
 	}
@@ -202,8 +206,12 @@ func (c *Controller) createPods(ctx context.Context, t *appsv1alpha1.TApp, key s
 	res := slowstart.Run(len(creates), 1, func(i int) error {
 		err := c.createInstance(ctx, t, creates[i])
 		if err != nil {
-			// No event will come for a pod that was not created.
+			// No event will come for a pod that was not created (nor, perhaps, for one that
+			// existed already: its event may have come before the expectation was raised).
 			c.expectations.CreationObserved(key)
+		}
+		if err == errExists {
+			return nil
 		}
 		return err
 	})
@@ -236,7 +244,22 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		}
 	}
 	pod := newPod(t, in.id, in.info)
-	if _, err := c.kubeClient.CoreV1().Pods(t.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	_, err := c.kubeClient.CoreV1().Pods(t.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// The name is the instance's identity, so there can never be two; but whose pod is it? A
+		// pod of this TApp that the cache does not show yet (created by an earlier agent process
+		// just before it died, or by this one before the cache caught up) is fine: the informer
+		// will bring it. Anything else holds the name and must be reported.
+		existing, getErr := c.kubeClient.CoreV1().Pods(t.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if getErr == nil {
+			if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == t.UID {
+				klog.FromContext(ctx).V(2).Info("Pod exists already; the cache has not caught up", "pod", pod.Name)
+				return errExists
+			}
+			err = fmt.Errorf("pod %s exists and is not controlled by this TApp", pod.Name)
+		}
+	}
+	if err != nil {
 		c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
@@ -505,16 +528,51 @@ func (c *Controller) pruneTemplates(ctx context.Context, t *appsv1alpha1.TApp, p
 }
 
 // updateStatus writes status through the status subresource, only if it differs from the
-// TApp's current status.
+// TApp's current status. While the cache has not caught up with the controller's own last status
+// write, that write (and the version it produced) counts as the current status: otherwise every
+// sync in that window would write again from a stale version and fail with a conflict.
 func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus) error {
 	if len(status.Statuses) == 0 {
 		status.Statuses = nil
 	}
-	if equality.Semantic.DeepEqual(t.Status, status) {
+	key := expectations.ObjectKey(t)
+	current, version := &t.Status, t.ResourceVersion
+	c.statusMu.Lock()
+	if w, ok := c.written[key]; ok {
+		if w.baseVersion == t.ResourceVersion {
+			current, version = &w.status, w.newVersion
+		} else {
+			delete(c.written, key)
+		}
+	}
+	c.statusMu.Unlock()
+	if equality.Semantic.DeepEqual(*current, status) {
 		return nil
 	}
 	cp := t.DeepCopy()
+	cp.ResourceVersion = version
 	cp.Status = status
-	_, err := c.client.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	return err
+	out, err := c.client.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if err != nil {
+		delete(c.written, key)
+		return err
+	}
+	c.written[key] = writtenStatus{baseVersion: t.ResourceVersion, newVersion: out.ResourceVersion, status: *out.Status.DeepCopy()}
+	return nil
+}
+
+// writtenStatus is the controller's last status write of a TApp: baseVersion is the version the
+// cache held, newVersion the version the write produced.
+type writtenStatus struct {
+	baseVersion, newVersion string
+	status                  appsv1alpha1.TAppStatus
+}
+
+// forgetStatus drops the record of the last status write of a TApp.
+func (c *Controller) forgetStatus(key string) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	delete(c.written, key)
 }

@@ -225,13 +225,25 @@ type invariantWatcher struct {
 func (e *env) watchInvariants(name string, replicas, maxUnavailable int) *invariantWatcher {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	w, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: appsv1alpha1.LabelTAppName + "=" + name})
+	// List first and watch from the list's version: a watch without a version would replay the
+	// existing pods one ADDED event at a time, through states with most instances missing.
+	sel := appsv1alpha1.LabelTAppName + "=" + name
+	list, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	pods := map[string]*corev1.Pod{} // by UID
+	for i := range list.Items {
+		pods[string(list.Items[i].UID)] = &list.Items[i]
+	}
+	w, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)
 	}
 	iw := &invariantWatcher{cancel: cancel, done: make(chan struct{})}
-	pods := map[string]*corev1.Pod{} // by UID
+	iw.check(pods, replicas, maxUnavailable)
 	go func() {
 		defer close(iw.done)
 		defer w.Stop()
@@ -248,6 +260,9 @@ func (e *env) watchInvariants(name string, replicas, maxUnavailable int) *invari
 			default:
 				continue
 			}
+			iw.mu.Lock()
+			iw.events++
+			iw.mu.Unlock()
 			iw.check(pods, replicas, maxUnavailable)
 		}
 	}()
@@ -258,7 +273,6 @@ func (e *env) watchInvariants(name string, replicas, maxUnavailable int) *invari
 func (iw *invariantWatcher) check(pods map[string]*corev1.Pod, replicas, maxUnavailable int) {
 	iw.mu.Lock()
 	defer iw.mu.Unlock()
-	iw.events++
 	live := map[int][]string{}
 	available := map[int]bool{}
 	for _, p := range pods {
