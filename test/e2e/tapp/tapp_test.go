@@ -21,8 +21,24 @@ func TestScale(t *testing.T) {
 	e := setup(t)
 	e.startAgent()
 	e.create(newTApp("web", 0))
-	for _, n := range []int{0, 20, 5, 20} {
-		e.update("web", func(tp *appsv1alpha1.TApp) { tp.Spec.Replicas = ptr.To(int32(n)) })
+	steps := []int{0, 20, 5, 20}
+	for i, n := range steps {
+		if i == len(steps)-1 {
+			// The last step goes through the scale subresource, as kubectl scale and the HPA do.
+			scale, err := e.apps.AppsV1alpha1().TApps(e.ns).GetScale(e.ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if scale.Status.Replicas != 5 || scale.Status.Selector != "app=web" {
+				t.Errorf("scale status %+v, want 5 replicas and selector app=web", scale.Status)
+			}
+			scale.Spec.Replicas = int32(n)
+			if _, err := e.apps.AppsV1alpha1().TApps(e.ns).UpdateScale(e.ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			e.update("web", func(tp *appsv1alpha1.TApp) { tp.Spec.Replicas = ptr.To(int32(n)) })
+		}
 		pods := e.waitSettled("web", n)
 		for name, p := range pods {
 			if p.Labels[appsv1alpha1.LabelManagedBy] != appsv1alpha1.ManagedByAgent {
