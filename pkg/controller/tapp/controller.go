@@ -1,12 +1,3 @@
-// Package tapp is the TApp controller of the workload-agent (DESIGN.md §2.1): it runs instances
-// with stable ids 0 … replicas-1, each its own pod <tapp>-<id> from its own template, kills and
-// restarts instances one by one, updates pods in place when only images change and re-creates
-// them otherwise, rolling within maxUnavailable in id order.
-//
-// The controller follows k8s.io/sample-controller: informers feed a rate-limited work queue of
-// TApp keys, and syncHandler reconciles one TApp from the listers only. Pod creations and
-// deletions go out in slow-start batches guarded by UID-tracking expectations, and pod patches
-// by a record of writes in flight, so that a lagging cache never duplicates work.
 package tapp
 
 import (

@@ -741,3 +741,19 @@ func TestCreateOfPodTheCacheMisses(t *testing.T) {
 		t.Errorf("events %q", ev)
 	}
 }
+
+func TestDefaultTemplateRollsWithoutUpdateTemplate(t *testing.T) {
+	tp := newTApp("web", 3)
+	tp.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"stable": *tp.Spec.Template.DeepCopy()}
+	tp.Spec.DefaultTemplateName = "stable"
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0, 1, 2), nil)
+	sameActions(t, f.sync("web"), "update tapps/status web")
+	tp = f.feedStatus()
+	tpl := tp.Spec.TemplatePool["stable"]
+	tpl.Spec.Containers[0].Image = "example.com/app:v2"
+	tp.Spec.TemplatePool["stable"] = tpl
+	tp.Generation++
+	f.setTApp(tp)
+	// No updateStrategy.template: the default template rolls one at a time, not forced.
+	sameActions(t, f.sync("web"), "patch pods/status web-0", "patch pods web-0", "update tapps/status web")
+}

@@ -98,6 +98,17 @@ func resolveMaxUnavailable(v *intstr.IntOrString, def intstr.IntOrString, replic
 	return n
 }
 
+// RollingTemplate is the name of the template whose instances roll within
+// updateStrategy.maxUnavailable: updateStrategy.template, or when that is empty the default
+// template (defaultTemplateName, or "" for spec.template). Instances on any other template are
+// force-updated within updateStrategy.forceUpdate.maxUnavailable.
+func RollingTemplate(t *appsv1alpha1.TApp) string {
+	if t.Spec.UpdateStrategy.Template != "" {
+		return t.Spec.UpdateStrategy.Template
+	}
+	return t.Spec.DefaultTemplateName
+}
+
 // updateState is what the update math needs to know of one instance that should run.
 type updateState struct {
 	id int
@@ -191,7 +202,7 @@ func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*cor
 	}
 
 	// Creations and the state of every instance that should run.
-	rolling := t.Spec.UpdateStrategy.Template
+	rolling := RollingTemplate(t)
 	var states []updateState
 	for id := 0; id < replicas; id++ {
 		if isKilled(t, id) {

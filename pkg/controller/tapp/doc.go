@@ -1,0 +1,66 @@
+// Package tapp is the TApp controller of the workload-agent (DESIGN.md §2.1): it runs instances
+// with stable ids 0 … replicas-1, each its own pod <tapp>-<id> from its own template, kills and
+// restarts instances one by one, updates pods in place when only images change and re-creates
+// them otherwise, rolling within maxUnavailable in id order.
+//
+// The controller follows k8s.io/sample-controller: informers feed a rate-limited work queue of
+// TApp keys ("tapp"), and syncHandler reconciles one TApp from the listers only. Pod creations
+// and deletions go out in slow-start batches (package slowstart) guarded by UID-tracking
+// expectations, and pod patches by a record of writes in flight, so that a lagging cache never
+// duplicates work. Deletions go before creations: a sync that deletes creates nothing, the next
+// one (once the deletions are observed) does.
+//
+// # Identity
+//
+// Pod <tapp>-<id> carries the template's labels plus app.kubernetes.io/managed-by=workload-agent,
+// the TApp name, the instance id, the template hash (of the whole template) and the uniq hash (of
+// the pod spec with every image blanked, without the template's metadata), and a controller
+// reference to the TApp. Claims <claim>-<tapp>-<id> carry the same identity labels and no owner
+// reference: they outlive pods and the TApp, as StatefulSet claims do. A pod name taken by a pod
+// of another owner is reported (ReplicaFailure, FailedCreate), never adopted.
+//
+// # Updates
+//
+// A pod whose template hash differs from its instance's template is updated: in place when the
+// uniq hashes match (images, labels and annotations changed), else deleted and re-created.
+// Instances on the rolling template (RollingTemplate: updateStrategy.template, else the default
+// template) go in ascending id order within updateStrategy.maxUnavailable (default 1, percentages
+// of replicas round down, never below 1); instances on other templates within
+// forceUpdate.maxUnavailable (default 100%). Each group's budget is its limit minus its instances
+// already unavailable (no pod, terminating, not ready for minReadySeconds, or mid in-place
+// update); updating an instance that is already unavailable costs nothing. partition P keeps the
+// pods of ids below P as they are, and paused stops starting updates; neither stops creations,
+// which always use the instance's current template (a killed or lost instance below the
+// partition comes back on the new template: the old one is not kept anywhere).
+//
+// # In-place updates and the readiness gate
+//
+// Every pod is created with the readiness gate ConditionInPlaceUpdateReady. Once the pod runs and
+// every container (and sidecar init container) reports the image of its spec, the controller sets
+// the condition True through pods/status, which lets the pod become Ready. An in-place update
+// first sets it False (reason InPlaceUpdating, message naming the target template hash), so the
+// pod leaves its Services before any container restarts, then patches images, labels and
+// annotations with a strategic merge patch carrying the pod UID as a precondition. The condition
+// goes True again when the containers report the new images and the cache shows the new template
+// hash (a status that still shows the old spec does not count). Images are compared after
+// normalisation (nginx:1 equals docker.io/library/nginx:1).
+//
+// # Status
+//
+// replicas, readyReplicas and availableReplicas count live (not terminating) pods;
+// updatedReplicas counts pods on their instance's template and not mid in-place update. statuses
+// has an entry for every id below replicas and every id that still has a pod. appStatus is Killed
+// when every instance is killed, Succ/Failed when every running instance's pod finished (Failed if
+// any failed), Running when any instance runs, else Pending. Conditions: Available (at least
+// wanted − maxUnavailable instances available), Progressing (RolloutInProgress, RolloutComplete,
+// or False with RolloutPaused) and ReplicaFailure (present only while something fails: invalid or
+// non-matching selector, missing template, failed create/delete/patch). Status is written only
+// when it changed. Events are recorded for every create, delete, kill, in-place update, forced
+// deletion and template prune, and Warnings for failures.
+//
+// # Permissions
+//
+// Besides its own resources (tapps get/list/watch/update, tapps/status update), the controller
+// needs pods get/list/watch/create/delete/patch, pods/status patch, persistentvolumeclaims
+// get/list/watch/create, nodes get (forceDeletePod only) and events create.
+package tapp
