@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/abort"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/get"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/install"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/list"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
@@ -64,6 +65,8 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		completion.NewCmdCompletion(streams),
 		get.NewCmdGet(f, streams),
 		list.NewCmdList(f, streams),
+		install.NewCmdInstall(f, streams),
+		install.NewCmdUninstall(f, streams),
 	)
 	return cmd
 }

@@ -1,0 +1,157 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+	"sigs.k8s.io/yaml"
+)
+
+var (
+	installLong = templates.LongDesc(`
+		Install the CustomResourceDefinitions of TApp, UnitedDeployment and Canary and the
+		workload-agent that runs them: the workload-system namespace, the agent's
+		ServiceAccount, ClusterRole and ClusterRoleBinding, a Role for its leader election
+		Lease, its Deployment and a metrics Service. These are the manifests of config/ in the
+		repository, embedded in the plugin.
+
+		Objects are applied with server-side apply (field manager kubectl-workload), so running
+		install again upgrades them and leaves fields other managers own alone. A field another
+		manager owns is a conflict: --force-conflicts takes it over.
+
+		The agent's image defaults to the one released with this plugin; --image picks another
+		(a mirror, or a build of your own). --crds-only installs just the CRDs, for clusters where
+		the agent is deployed some other way.
+
+		--dry-run=client prints the manifests as YAML instead of applying them;
+		--dry-run=server sends them for validation without persisting them.`)
+
+	installExample = templates.Examples(`
+		# Install the CRDs and the agent
+		kubectl workload install
+
+		# Review what would be applied
+		kubectl workload install --dry-run=client
+
+		# Use an image from your own registry
+		kubectl workload install --image=registry.example.com/workload-agent:v0.1.0
+
+		# Only the CRDs
+		kubectl workload install --crds-only`)
+)
+
+// InstallOptions holds what install needs.
+type InstallOptions struct {
+	Image          string
+	CRDsOnly       bool
+	ForceConflicts bool
+	DryRun         cmdutil.DryRunStrategy
+	Client         dynamic.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdInstall returns the `install` command.
+func NewCmdInstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &InstallOptions{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:                   "install [--image=IMAGE] [--crds-only] [--dry-run=client|server]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Install the CRDs and the workload-agent into the cluster",
+		Long:                  installLong,
+		Example:               installExample,
+		ValidArgsFunction:     cobra.NoFileCompletions,
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(o.Complete(f, cmd, args))
+			cmdutil.CheckErr(o.Run(cmd.Context()))
+		},
+	}
+	cmd.Flags().StringVar(&o.Image, "image", DefaultImage(), "Image of the workload-agent.")
+	cmd.Flags().BoolVar(&o.CRDsOnly, "crds-only", false, "Install only the CustomResourceDefinitions, not the agent.")
+	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "Take over fields that another field manager owns instead of failing on the conflict.")
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
+}
+
+// Complete checks the arguments and resolves the dry-run mode and the client.
+func (o *InstallOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("install takes no arguments, got %v", args)
+	}
+	if o.Image == "" {
+		return fmt.Errorf("--image must name an image")
+	}
+	var err error
+	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	if o.DryRun == cmdutil.DryRunClient {
+		return nil
+	}
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Run applies the manifests one by one, printing a line for each.
+func (o *InstallOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	objs, err := Manifests(o.Image, o.CRDsOnly)
+	if err != nil {
+		return err
+	}
+	if o.DryRun == cmdutil.DryRunClient {
+		return printYAML(o.Out, objs)
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: o.ForceConflicts}
+	suffix := "serverside-applied"
+	if o.DryRun == cmdutil.DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+		suffix += " (server dry run)"
+	}
+	for _, obj := range objs {
+		r, err := resourceOf(obj)
+		if err != nil {
+			return err
+		}
+		var ri dynamic.ResourceInterface = o.Client.Resource(r.gvr)
+		if r.namespaced {
+			ri = o.Client.Resource(r.gvr).Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, obj.GetName(), obj, opts); err != nil {
+			return fmt.Errorf("applying %s: %w", displayName(obj), err)
+		}
+		if _, err := fmt.Fprintf(o.Out, "%s %s\n", displayName(obj), suffix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printYAML writes the objects as one YAML stream.
+func printYAML(out io.Writer, objs []*unstructured.Unstructured) error {
+	for i, obj := range objs {
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := io.WriteString(out, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := out.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

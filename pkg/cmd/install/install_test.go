@@ -1,0 +1,217 @@
+package install
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clienttesting "k8s.io/client-go/testing"
+	cmdtesting "k8s.io/kubectl/pkg/cmd/testing"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+)
+
+// withApply makes the fake cluster accept server-side apply (the fake client's tracker does
+// not): the applied object is returned as is.
+func withApply(newCmd cmdtest.NewCmd) cmdtest.NewCmd {
+	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+		f.(*cmdtesting.TestFactory).FakeDynamicClient.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			p := a.(clienttesting.PatchAction)
+			if p.GetPatchType() != types.ApplyPatchType {
+				return false, nil, nil
+			}
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(p.GetPatch()); err != nil {
+				return true, nil, err
+			}
+			return true, obj, nil
+		})
+		return newCmd(f, streams)
+	}
+}
+
+var body = regexp.MustCompile(`(?s) \{.*\}\n?`)
+
+// transcript is the golden transcript with apply bodies left out (the CRDs alone are thousands
+// of lines; TestApplySendsTheManifests checks the bodies).
+func transcript(res cmdtest.Result) string {
+	for i, a := range res.Actions {
+		res.Actions[i] = body.ReplaceAllString(a, " <manifest>")
+	}
+	return res.Transcript()
+}
+
+func TestInstall(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"install", nil},
+		{"install-crds-only", []string{"--crds-only"}},
+		{"install-dry-run-server", []string{"--dry-run=server"}},
+		{"error-arguments", []string{"tapp/web"}},
+		{"error-empty-image", []string{"--image="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.Run(t, withApply(NewCmdInstall), nil, tt.args...)
+			cmdtest.Golden(t, tt.name, transcript(res))
+		})
+	}
+}
+
+// Every object is sent whole, with the field manager, to its own resource; the image is the
+// one asked for.
+func TestApplySendsTheManifests(t *testing.T) {
+	res := cmdtest.Run(t, withApply(NewCmdInstall), nil, "--image=registry.example.com/agent:v9", "--force-conflicts")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
+	}
+	want, err := Manifests("registry.example.com/agent:v9", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []clienttesting.PatchAction
+	for _, a := range res.Client.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok {
+			applied = append(applied, p)
+		}
+	}
+	if len(applied) != len(want) {
+		t.Fatalf("%d applies, want %d", len(applied), len(want))
+	}
+	for i, p := range applied {
+		opts := p.(clienttesting.PatchActionImpl).PatchOptions
+		if opts.FieldManager != FieldManager || opts.Force == nil || !*opts.Force {
+			t.Errorf("%s: patch options %+v, want field manager %s and force", want[i].GetName(), opts, FieldManager)
+		}
+		got := &unstructured.Unstructured{}
+		if err := got.UnmarshalJSON(p.GetPatch()); err != nil {
+			t.Fatal(err)
+		}
+		if got.GetName() != want[i].GetName() || got.GetKind() != want[i].GetKind() || p.GetNamespace() != want[i].GetNamespace() {
+			t.Errorf("apply %d: %s %s/%s, want %s %s/%s", i, got.GetKind(), p.GetNamespace(), got.GetName(), want[i].GetKind(), want[i].GetNamespace(), want[i].GetName())
+		}
+		if got.GetKind() == "Deployment" && !strings.Contains(string(p.GetPatch()), `"image":"registry.example.com/agent:v9"`) {
+			t.Errorf("the agent Deployment does not run the image asked for: %s", p.GetPatch())
+		}
+	}
+}
+
+// --dry-run=client prints the manifests as a YAML stream that decodes to exactly what install
+// applies, and sends nothing.
+func TestDryRunClientPrintsYAML(t *testing.T) {
+	res := cmdtest.Run(t, withApply(NewCmdInstall), nil, "--dry-run=client")
+	if res.Code != 0 || len(res.Actions) != 0 {
+		t.Fatalf("exit %d %s, actions %v", res.Code, res.Fatal, res.Actions)
+	}
+	want, err := Manifests(DefaultImage(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(res.Out), 4096)
+	var got []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, obj)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d documents, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].GetKind() != want[i].GetKind() || got[i].GetName() != want[i].GetName() {
+			t.Errorf("document %d is %s/%s, want %s/%s", i, got[i].GetKind(), got[i].GetName(), want[i].GetKind(), want[i].GetName())
+		}
+	}
+	if !strings.Contains(res.Out, "image: "+DefaultImage()) {
+		t.Errorf("the agent's image is not %s", DefaultImage())
+	}
+}
+
+func TestEveryManifestKindHasAResource(t *testing.T) {
+	objs, err := Manifests(DefaultImage(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		r, err := resourceOf(obj)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if r.namespaced != (obj.GetNamespace() != "") {
+			t.Errorf("%s: namespaced %v but namespace %q", displayName(obj), r.namespaced, obj.GetNamespace())
+		}
+	}
+}
+
+// installed is a cluster holding what install applied, plus objs.
+func installed(t *testing.T, objs ...runtime.Object) []runtime.Object {
+	manifests, err := Manifests(DefaultImage(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range manifests {
+		objs = append(objs, m)
+	}
+	return objs
+}
+
+func TestUninstall(t *testing.T) {
+	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "games"}}
+	canary := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop"}}
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		args []string
+	}{
+		{"uninstall", installed(t), nil},
+		{"uninstall-nothing-installed", nil, nil},
+		{"uninstall-dry-run-client", installed(t), []string{"--dry-run=client"}},
+		{"uninstall-dry-run-server", installed(t), []string{"--dry-run=server"}},
+		{"uninstall-keep-crds", installed(t, tapp), []string{"--keep-crds"}},
+		{"uninstall-force", installed(t, tapp, canary), []string{"--force"}},
+		{"error-workloads-exist", installed(t, tapp, canary), nil},
+		{"error-keep-crds-and-force", installed(t), []string{"--keep-crds", "--force"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.Run(t, NewCmdUninstall, tt.objs, tt.args...)
+			cmdtest.Golden(t, tt.name, transcript(res))
+		})
+	}
+}
+
+// --dry-run=server sends every delete with dryRun=All.
+func TestUninstallServerDryRunSendsDryRun(t *testing.T) {
+	res := cmdtest.Run(t, NewCmdUninstall, installed(t), "--dry-run=server")
+	n := 0
+	for _, a := range res.Client.Actions() {
+		if d, ok := a.(clienttesting.DeleteActionImpl); ok {
+			n++
+			if len(d.DeleteOptions.DryRun) != 1 || d.DeleteOptions.DryRun[0] != metav1.DryRunAll {
+				t.Errorf("delete %s without dryRun=All", d.GetName())
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no delete sent")
+	}
+}
