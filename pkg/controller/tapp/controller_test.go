@@ -49,7 +49,16 @@ func TestScaleUp(t *testing.T) {
 	tp := newTApp("web", 3)
 	f := newFixture(t, []*appsv1alpha1.TApp{tp}, nil, nil)
 
-	sameActions(t, f.sync("web"), "create pods web-0", "create pods web-1", "create pods web-2", "update tapps/status web")
+	// Each new pod's readiness gate is opened right after its creation.
+	got := f.sync("web")
+	sameActions(t, got, "create pods web-0", "create pods web-1", "create pods web-2",
+		"patch pods/status web-0", "patch pods/status web-1", "patch pods/status web-2", "update tapps/status web")
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		if index(got, "create pods "+name) > index(got, "patch pods/status "+name) {
+			t.Errorf("gate of %s opened before its creation: %q", name, got)
+		}
+	}
+	checkGatePatches(t, f, corev1.ConditionTrue)
 
 	info, _ := newTemplateSet(tp).forInstance(0)
 	pods := createdPods(t, f)
@@ -96,7 +105,13 @@ func TestScaleUp(t *testing.T) {
 	// duplicate is created.
 	sameActions(t, f.sync("web"))
 
-	// Creations observed: pods are Pending; nothing to create, only the status changes.
+	// Creations observed: pods are Pending; nothing to create, only the status changes. The
+	// gate patch of web-2 failed (say): its gate is not True.
+	for name, p := range pods {
+		if name != "web-2" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: appsv1alpha1.ConditionInPlaceUpdateReady, Status: corev1.ConditionTrue}}
+		}
+	}
 	observeCreated(t, f, pods)
 	sameActions(t, f.sync("web"), "update tapps/status web")
 	st = f.feedStatus().Status
@@ -104,7 +119,7 @@ func TestScaleUp(t *testing.T) {
 		t.Errorf("status after observing pods: %+v", st)
 	}
 
-	// The kubelet runs them (not Ready: the gate is not True yet): the agent opens the gates.
+	// The kubelet runs them: the agent opens the gate that is still closed.
 	for _, name := range []string{"web-0", "web-1", "web-2"} {
 		p := f.cachedPod(name)
 		p.Spec.NodeName = "node-1"
@@ -115,20 +130,36 @@ func TestScaleUp(t *testing.T) {
 		bumpRV(p)
 		f.setPod(p)
 	}
-	sameActions(t, f.sync("web"), "patch pods/status web-0", "patch pods/status web-1", "patch pods/status web-2", "update tapps/status web")
+	sameActions(t, f.sync("web"), "patch pods/status web-2", "update tapps/status web")
+	checkGatePatches(t, f, corev1.ConditionTrue)
+	f.feedStatus()
+	// Until the cache shows the patched pods, the gates are not patched again.
+	sameActions(t, f.sync("web"))
+}
+
+func index(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkGatePatches checks that every pods/status patch of the last sync sets the in-place gate
+// to status, with the pod's UID as a precondition.
+func checkGatePatches(t *testing.T, f *fixture, status corev1.ConditionStatus) {
+	t.Helper()
 	for _, a := range f.findActions("patch", "pods/status") {
 		var patch struct {
 			Metadata struct{ UID string }
 			Status   struct{ Conditions []corev1.PodCondition }
 		}
 		must(t, json.Unmarshal(a.(core.PatchAction).GetPatch(), &patch))
-		if patch.Metadata.UID == "" || len(patch.Status.Conditions) != 1 || patch.Status.Conditions[0].Type != appsv1alpha1.ConditionInPlaceUpdateReady || patch.Status.Conditions[0].Status != corev1.ConditionTrue {
-			t.Errorf("readiness patch %s", a.(core.PatchAction).GetPatch())
+		if patch.Metadata.UID == "" || len(patch.Status.Conditions) != 1 || patch.Status.Conditions[0].Type != appsv1alpha1.ConditionInPlaceUpdateReady || patch.Status.Conditions[0].Status != status {
+			t.Errorf("gate patch %s", a.(core.PatchAction).GetPatch())
 		}
 	}
-	f.feedStatus()
-	// Until the cache shows the patched pods, the gates are not patched again.
-	sameActions(t, f.sync("web"))
 }
 
 func TestScaleUpCreatesClaimsFirst(t *testing.T) {
@@ -148,7 +179,8 @@ func TestScaleUpCreatesClaimsFirst(t *testing.T) {
 	got := f.sync("db")
 	sameActions(t, got,
 		"create persistentvolumeclaims data-db-0", "create persistentvolumeclaims data-db-2",
-		"create pods db-0", "create pods db-1", "create pods db-2", "update tapps/status db")
+		"create pods db-0", "create pods db-1", "create pods db-2",
+		"patch pods/status db-0", "patch pods/status db-1", "patch pods/status db-2", "update tapps/status db")
 	index := map[string]int{}
 	for i, a := range got {
 		index[a] = i
@@ -276,7 +308,7 @@ func TestKillAndStart(t *testing.T) {
 	tp.Spec.Statuses = nil
 	tp.Generation++
 	f.setTApp(tp)
-	sameActions(t, f.sync("web"), "create pods web-1", "update tapps/status web")
+	sameActions(t, f.sync("web"), "create pods web-1", "patch pods/status web-1", "update tapps/status web")
 	p = createdPods(t, f)["web-1"]
 	if p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "data-web-1" {
 		t.Errorf("restarted instance uses volumes %+v", p.Spec.Volumes)
@@ -436,7 +468,7 @@ func TestRecreateUpdate(t *testing.T) {
 	}
 
 	f.removePod("web-0")
-	sameActions(t, f.sync("web"), "create pods web-0", "update tapps/status web")
+	sameActions(t, f.sync("web"), "create pods web-0", "patch pods/status web-0", "update tapps/status web")
 	info, _ := newTemplateSet(tp).forInstance(0)
 	np := createdPods(t, f)["web-0"]
 	if np.Labels[appsv1alpha1.LabelTemplateHash] != info.hash || strings.Join(np.Spec.Containers[0].Command, " ") != "serve --verbose" {

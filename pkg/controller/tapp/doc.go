@@ -35,9 +35,12 @@
 //
 // # In-place updates and the readiness gate
 //
-// Every pod is created with the readiness gate ConditionInPlaceUpdateReady. Once the pod runs and
-// every container (and sidecar init container) reports the image of its spec, the controller sets
-// the condition True through pods/status, which lets the pod become Ready. An in-place update
+// Every pod is created with the readiness gate ConditionInPlaceUpdateReady, and the controller
+// sets the condition True through pods/status right after the create call returns: a new pod
+// runs the images of its spec by definition, and opening the gate while the pod is still being
+// scheduled keeps the gate off the pod's path to Ready. (If that patch fails, the gate is opened
+// once the pod runs and every container, and sidecar init container, reports the image of its
+// spec.) An in-place update
 // first sets it False (reason InPlaceUpdating, message naming the target template hash), so the
 // pod leaves its Services before any container restarts, then patches images, labels and
 // annotations with a strategic merge patch carrying the pod UID as a precondition. The condition

@@ -69,6 +69,12 @@ func newFixture(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*corev1.Pod, pv
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.log = append(f.log, a)
+		// The API server gives every new object a UID.
+		if c, ok := a.(core.CreateAction); ok {
+			if o, ok := c.GetObject().(metav1.Object); ok && o.GetUID() == "" {
+				o.SetUID(types.UID("uid-" + o.GetName()))
+			}
+		}
 		if err, ok := f.fail[a.GetVerb()+" "+a.GetResource().Resource]; ok {
 			return true, nil, err
 		}
