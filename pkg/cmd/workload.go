@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/abort"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/get"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/install"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/list"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/set"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/setpartition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/undo"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/version"
 )
 
@@ -60,6 +62,8 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		instance.NewCmdStartInstance(f, streams),
 		setpartition.NewCmdSetPartition(f, streams),
 		set.NewCmdSet(f, streams),
+		undo.NewCmdUndo(f, streams),
+		history.NewCmdHistory(f, streams),
 		version.NewCmdVersion(streams),
 		status.NewCmdStatus(f, streams),
 		completion.NewCmdCompletion(streams),

@@ -1,0 +1,121 @@
+// Package undo implements `kubectl workload undo`: go back to an earlier template.
+package undo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+var (
+	undoLong = templates.LongDesc(`
+		Roll a workload back to an earlier template, as 'kubectl rollout undo' does: by default
+		to the latest revision that is not the current one, or to --to-revision N (see
+		'kubectl workload history'). The agent (or kube-controller-manager) then rolls the pods
+		as for any other template change, honouring partitions and pauses.
+
+		* ud (UnitedDeployment) and sts (StatefulSet): spec.template is restored from a ControllerRevision.
+		* deploy (Deployment): spec.template is restored from a ReplicaSet, without its pod-template-hash label. A paused Deployment is refused: resume it first.
+		* tapp: the template the plugin recorded in the tapp.apps.workload.dev/previous-template annotation the last time 'set image' (or 'undo') changed it is restored, and the template replaced is recorded in its place, so a second undo goes back again.
+
+		The patch tests metadata.generation as it was read: if anyone changed the spec in the
+		meantime, nothing is overwritten and the command fails; run it again after checking.
+		Going back to the current template changes nothing.`)
+
+	undoExample = templates.Examples(`
+		# Go back to the previous template of a UnitedDeployment
+		kubectl workload undo ud/orders
+
+		# Go back to revision 3 of a StatefulSet
+		kubectl workload undo sts/db --to-revision=3
+
+		# Undo the last 'set image' of a TApp
+		kubectl workload undo tapp/gameserver
+
+		# Show the patch that would be sent, without sending it
+		kubectl workload undo deploy/front --dry-run=client`)
+)
+
+// Options holds what undo needs.
+type Options struct {
+	ToRevision int64
+
+	Ref       workload.Ref
+	Namespace string
+	DryRun    cmdutil.DryRunStrategy
+	Client    dynamic.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdUndo returns the `undo` command.
+func NewCmdUndo(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:                   "undo TYPE/NAME [--to-revision N]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Roll a workload back to an earlier template",
+		Long:                  undoLong,
+		Example:               undoExample,
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(o.Complete(f, cmd, args))
+			cmdutil.CheckErr(o.Run(cmd.Context()))
+		},
+	}
+	cmd.Flags().Int64Var(&o.ToRevision, "to-revision", 0, "The revision to go back to; 0 means the latest revision that is not the current one")
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
+}
+
+// Complete resolves the object, the namespace, the dry-run mode and the client.
+func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	ref, rest, err := workload.ParseRef(args, workload.WithHistory...)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
+	}
+	if o.ToRevision < 0 {
+		return fmt.Errorf("%s: --to-revision must be a revision number, not %d", ref, o.ToRevision)
+	}
+	o.Ref = ref
+	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Run reads the workload and its history, and restores the chosen template.
+func (o *Options) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return err
+	}
+	if err := workload.CheckUndoable(o.Ref, obj); err != nil {
+		return err
+	}
+	revs, err := workload.Revisions(ctx, o.Client, o.Namespace, o.Ref, obj)
+	if err != nil {
+		return err
+	}
+	change, err := workload.Undo(o.Ref, obj, revs, o.ToRevision)
+	if err != nil {
+		return err
+	}
+	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+}

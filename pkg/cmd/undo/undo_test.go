@@ -1,0 +1,138 @@
+package undo
+
+import (
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history/historytest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/set"
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+func TestUndo(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		unchanged bool // succeeds without changing anything
+	}{
+		{"ud", []string{"ud/orders"}, false},
+		{"ud-type-name-form", []string{"ud", "orders"}, false},
+		{"ud-to-revision", []string{"ud/orders", "--to-revision=1"}, false},
+		{"ud-to-current-revision", []string{"ud/orders", "--to-revision=3"}, true},
+		{"statefulset", []string{"sts/db"}, false},
+		{"deployment", []string{"deploy/front"}, false},
+		{"deployment-to-revision", []string{"deploy/front", "--to-revision", "1"}, false},
+		{"tapp", []string{"tapp/web"}, false},
+		{"tapp-to-revision-1", []string{"tapp/web", "--to-revision", "1"}, false},
+		{"tapp-to-current", []string{"tapp/web", "--to-revision", "2"}, true},
+		{"tapp-pool-template", []string{"tapp/pooled"}, false},
+		{"dry-run-client", []string{"sts/db", "--dry-run=client"}, true},
+		{"dry-run-server", []string{"ud/orders", "--dry-run=server"}, false},
+		{"error-ud-unknown-revision", []string{"ud/orders", "--to-revision=7"}, false},
+		{"error-ud-no-revisions", []string{"ud/fresh"}, false},
+		{"error-tapp-without-recorded-template", []string{"tapp/plain"}, false},
+		{"error-tapp-unknown-revision", []string{"tapp/web", "--to-revision", "3"}, false},
+		{"error-deployment-paused", []string{"deploy/held"}, false},
+		{"error-negative-revision", []string{"deploy/front", "--to-revision=-2"}, false},
+		{"error-canary", []string{"canary/checkout"}, false},
+		{"error-missing", []string{"ud/nope"}, false},
+		{"error-no-args", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.Run(t, NewCmdUndo, historytest.Objects(), tt.args...)
+			cmdtest.Golden(t, tt.name, res.Transcript())
+			if res.Code != 0 || tt.unchanged {
+				cmdtest.AssertUnchanged(t, res, historytest.Objects())
+			}
+		})
+	}
+}
+
+func storedTemplate(t *testing.T, res cmdtest.Result, k workload.Kind, name string, path ...string) (corev1.PodTemplateSpec, map[string]string) {
+	t.Helper()
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
+	}
+	obj, err := res.Client.Resource(k.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := workload.PodTemplateAt(obj, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tpl, obj.GetAnnotations()
+}
+
+// The stored templates really go back, without the pod-template-hash label for a Deployment,
+// and a TApp undone twice is back where it was.
+func TestUndoStored(t *testing.T) {
+	res := cmdtest.Run(t, NewCmdUndo, historytest.Objects(), "deploy/front")
+	tpl, _ := storedTemplate(t, res, workload.Deployment, "front", "spec", "template")
+	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("front", "nginx:1.25")); got != want {
+		t.Errorf("deployment template %s, want %s", got, want)
+	}
+
+	res = cmdtest.Run(t, NewCmdUndo, historytest.Objects(), "ud/orders", "--to-revision=1")
+	tpl, _ = storedTemplate(t, res, workload.UnitedDeployment, "orders", "spec", "template", "statefulSetTemplate", "spec", "template")
+	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("orders", "orders:1")); got != want {
+		t.Errorf("ud template %s, want %s", got, want)
+	}
+
+	res = cmdtest.Run(t, NewCmdUndo, historytest.Objects(), "tapp/web")
+	tpl, ann := storedTemplate(t, res, workload.TApp, "web", "spec", "template")
+	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("web", "nginx:1.24")); got != want {
+		t.Errorf("tapp template %s, want %s", got, want)
+	}
+	var prev workload.PreviousTemplate
+	if err := json.Unmarshal([]byte(ann[workload.AnnotationPreviousTemplate]), &prev); err != nil {
+		t.Fatal(err)
+	}
+	var prevTpl corev1.PodTemplateSpec
+	if err := json.Unmarshal(prev.Template, &prevTpl); err != nil || prevTpl.Spec.Containers[0].Image != "nginx:1.25" {
+		t.Errorf("recorded previous template %s, want the nginx:1.25 one just replaced", prev.Template)
+	}
+}
+
+func mustJSON(t *testing.T, v interface{}) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// set image, then undo, then undo again, through the real commands against one fake cluster:
+// the TApp goes to the new image, back to the old one, and forward again.
+func TestSetImageThenUndoTwice(t *testing.T) {
+	objs := historytest.Objects()
+	image := func(res cmdtest.Result) string {
+		t.Helper()
+		tpl, _ := storedTemplate(t, res, workload.TApp, "plain", "spec", "template")
+		return tpl.Spec.Containers[0].Image
+	}
+	res := cmdtest.Run(t, set.NewCmdSet, objs, "image", "tapp/plain", "app=nginx:1.26")
+	if got := image(res); got != "nginx:1.26" {
+		t.Fatalf("after set image: %s", got)
+	}
+	for i, want := range []string{"nginx:1.25", "nginx:1.26"} {
+		stored, err := res.Client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "plain", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fake API server does not bump the generation; do it as the real one would.
+		stored.SetGeneration(stored.GetGeneration() + 1)
+		objs = []runtime.Object{stored}
+		res = cmdtest.Run(t, NewCmdUndo, objs, "tapp/plain")
+		if got := image(res); got != want {
+			t.Fatalf("after undo #%d: %s, want %s\n%s", i+1, got, want, res.Transcript())
+		}
+	}
+}

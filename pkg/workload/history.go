@@ -1,0 +1,489 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// WithHistory lists the kinds history and undo act on. A Canary has no history: abort is its
+// way back.
+var WithHistory = []Kind{UnitedDeployment, StatefulSet, Deployment, TApp}
+
+var (
+	controllerRevisions = appsv1.SchemeGroupVersion.WithResource("controllerrevisions")
+	replicaSets         = appsv1.SchemeGroupVersion.WithResource("replicasets")
+)
+
+const (
+	// annotationDeploymentRevision is the revision number the Deployment controller writes on
+	// a Deployment and its ReplicaSets.
+	annotationDeploymentRevision = "deployment.kubernetes.io/revision"
+	// annotationChangeCause is the change cause kubectl users set on a workload.
+	annotationChangeCause = "kubernetes.io/change-cause"
+	// labelPodTemplateHash is the label the Deployment controller adds to a ReplicaSet's
+	// template; it is not part of the Deployment's template.
+	labelPodTemplateHash = appsv1.DefaultDeploymentUniqueLabelKey
+)
+
+// Revision is one entry of a workload's history.
+//
+//   - UnitedDeployment: a ControllerRevision labelled apps.workload.dev/united-deployment=<ud>
+//     and controlled by it; Template is the spec.template (subset template) it holds.
+//   - StatefulSet: a ControllerRevision selected by the StatefulSet's selector and controlled by
+//     it; Template is the pod template.
+//   - Deployment: a ReplicaSet selected by the Deployment's selector and controlled by it,
+//     numbered by its deployment.kubernetes.io/revision annotation; Template is its pod
+//     template without the pod-template-hash label.
+//   - TApp: nothing in the cluster keeps a TApp's template history, so the plugin keeps the
+//     template it replaced last in the tapp.apps.workload.dev/previous-template annotation
+//     (set image and undo write it). Revision 1 is that previous template, revision 2 the
+//     current one (revision 1 alone, current, while there is no annotation).
+type Revision struct {
+	Number int64 `json:"revision"`
+	// Name is the ControllerRevision or ReplicaSet; for a TApp, the template the history is of
+	// ("spec.template" or "spec.templatePool.<name>").
+	Name        string          `json:"name"`
+	Current     bool            `json:"current"`
+	ChangeCause string          `json:"changeCause,omitempty"`
+	Images      []string        `json:"images,omitempty"`
+	Template    json.RawMessage `json:"template"`
+}
+
+// Revisions reads a workload's history, oldest first, with the revision matching the current
+// template marked Current. Lists use label selectors only.
+func Revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	var revs []Revision
+	var err error
+	switch ref.Kind.Name {
+	case UnitedDeployment.Name:
+		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj,
+			labels.SelectorFromSet(labels.Set{v1alpha1.LabelUnitedDeploymentName: obj.GetName()}).String(), "updatedRevision")
+	case StatefulSet.Name:
+		sel, selErr := historySelector(ref, obj)
+		if selErr != nil {
+			return nil, selErr
+		}
+		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj, sel, "updateRevision")
+	case Deployment.Name:
+		revs, err = replicaSetHistory(ctx, client, namespace, ref, obj)
+	case TApp.Name:
+		return tappHistory(ref, obj)
+	default:
+		return nil, fmt.Errorf("a %s has no revision history", ref.Kind.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(revs, func(i, j int) bool { return revs[i].Number < revs[j].Number })
+	if err := markCurrent(ref, obj, revs); err != nil {
+		return nil, err
+	}
+	return revs, nil
+}
+
+func historySelector(ref Ref, obj *unstructured.Unstructured) (string, error) {
+	m, ok, _ := unstructured.NestedMap(obj.Object, "spec", "selector")
+	if !ok {
+		return "", fmt.Errorf("%s has no spec.selector", ref)
+	}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
+		return "", fmt.Errorf("%s: spec.selector: %w", ref, err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil {
+		return "", fmt.Errorf("%s: spec.selector: %w", ref, err)
+	}
+	if sel.Empty() {
+		return "", fmt.Errorf("%s: its spec.selector is empty; refusing to list every object of the namespace", ref)
+	}
+	return sel.String(), nil
+}
+
+func ownedBy(o metav1.Object, owner *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == owner.GetUID()
+}
+
+func controllerRevisionHistory(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured, selector, statusField string) ([]Revision, error) {
+	list, err := client.Resource(controllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("%s: listing its ControllerRevisions: %w", ref, err)
+	}
+	var revs []Revision
+	for i := range list.Items {
+		var cr appsv1.ControllerRevision
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &cr); err != nil {
+			return nil, fmt.Errorf("%s: ControllerRevision %s: %w", ref, list.Items[i].GetName(), err)
+		}
+		if !ownedBy(&cr, obj) {
+			continue
+		}
+		tpl, err := revisionTemplate(cr.Data.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: ControllerRevision %s: %w", ref, cr.Name, err)
+		}
+		revs = append(revs, Revision{Number: cr.Revision, Name: cr.Name, ChangeCause: cr.Annotations[annotationChangeCause], Template: tpl})
+	}
+	return revs, nil
+}
+
+// revisionTemplate reads the template a ControllerRevision holds. Both the StatefulSet
+// controller and our UnitedDeployment controller store a patch that restores spec.template:
+// {"spec":{"template":{…}}} (the StatefulSet's with "$patch":"replace" inside, which is
+// dropped here).
+func revisionTemplate(data []byte) (json.RawMessage, error) {
+	var patch struct {
+		Spec struct {
+			Template map[string]interface{} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, fmt.Errorf("its data is not a spec.template patch: %w", err)
+	}
+	if patch.Spec.Template == nil {
+		return nil, fmt.Errorf("its data holds no spec.template")
+	}
+	delete(patch.Spec.Template, "$patch")
+	return json.Marshal(patch.Spec.Template)
+}
+
+func replicaSetHistory(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	sel, err := historySelector(ref, obj)
+	if err != nil {
+		return nil, err
+	}
+	list, err := client.Resource(replicaSets).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("%s: listing its ReplicaSets: %w", ref, err)
+	}
+	var revs []Revision
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if !ownedBy(rs, obj) {
+			continue
+		}
+		n, err := strconv.ParseInt(rs.GetAnnotations()[annotationDeploymentRevision], 10, 64)
+		if err != nil {
+			continue // not yet numbered by the Deployment controller
+		}
+		tpl, _, _ := unstructured.NestedMap(rs.Object, "spec", "template")
+		if l, ok, _ := unstructured.NestedStringMap(tpl, "metadata", "labels"); ok {
+			delete(l, labelPodTemplateHash)
+			if len(l) == 0 {
+				unstructured.RemoveNestedField(tpl, "metadata", "labels")
+			} else {
+				_ = unstructured.SetNestedStringMap(tpl, l, "metadata", "labels")
+			}
+		}
+		raw, err := json.Marshal(tpl)
+		if err != nil {
+			return nil, err
+		}
+		revs = append(revs, Revision{Number: n, Name: rs.GetName(), ChangeCause: rs.GetAnnotations()[annotationChangeCause], Template: raw})
+	}
+	return revs, nil
+}
+
+func tappHistory(ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	prev, err := previousTemplate(ref, obj)
+	if err != nil {
+		return nil, err
+	}
+	pool := ""
+	if prev != nil {
+		pool = prev.TemplateName
+	}
+	path, _, err := PodTemplatePath(ref, obj, pool)
+	if err != nil {
+		return nil, err
+	}
+	current, _, _ := unstructured.NestedMap(obj.Object, path...)
+	raw, err := json.Marshal(current)
+	if err != nil {
+		return nil, err
+	}
+	name := strings.Join(path, ".")
+	if prev == nil {
+		return withImages([]Revision{{Number: 1, Name: name, Current: true, Template: raw}})
+	}
+	return withImages([]Revision{
+		{Number: 1, Name: name, Template: prev.Template},
+		{Number: 2, Name: name, Current: true, Template: raw},
+	})
+}
+
+// previousTemplate reads a TApp's AnnotationPreviousTemplate (nil when absent).
+func previousTemplate(ref Ref, obj *unstructured.Unstructured) (*PreviousTemplate, error) {
+	v, ok := obj.GetAnnotations()[AnnotationPreviousTemplate]
+	if !ok {
+		return nil, nil
+	}
+	var prev PreviousTemplate
+	if err := json.Unmarshal([]byte(v), &prev); err != nil || len(prev.Template) == 0 {
+		return nil, fmt.Errorf("%s: its %s annotation is not a recorded template; remove it", ref, AnnotationPreviousTemplate)
+	}
+	return &prev, nil
+}
+
+// markCurrent marks the revision whose template equals the object's current template (else the
+// one the status names) and fills in the images.
+func markCurrent(ref Ref, obj *unstructured.Unstructured, revs []Revision) error {
+	current, err := currentTemplate(ref, obj)
+	if err != nil {
+		return err
+	}
+	found := false
+	for i := len(revs) - 1; i >= 0; i-- {
+		if same, _ := SameTemplate(ref, revs[i].Template, current); same {
+			revs[i].Current, found = true, true
+			break
+		}
+	}
+	if !found {
+		var name string
+		switch ref.Kind.Name {
+		case UnitedDeployment.Name:
+			name, _, _ = unstructured.NestedString(obj.Object, "status", "updatedRevision")
+		case StatefulSet.Name:
+			name, _, _ = unstructured.NestedString(obj.Object, "status", "updateRevision")
+		case Deployment.Name:
+			n := obj.GetAnnotations()[annotationDeploymentRevision]
+			for i := range revs {
+				if strconv.FormatInt(revs[i].Number, 10) == n {
+					name = revs[i].Name
+				}
+			}
+		}
+		for i := range revs {
+			if name != "" && revs[i].Name == name {
+				revs[i].Current = true
+			}
+		}
+	}
+	_, err = withImages(revs)
+	return err
+}
+
+// currentTemplate is the object's template in the form its revisions hold.
+func currentTemplate(ref Ref, obj *unstructured.Unstructured) (json.RawMessage, error) {
+	path := []string{"spec", "template"}
+	m, _, err := unstructured.NestedMap(obj.Object, path...)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// SameTemplate reports whether two templates of a kind (subset templates for a
+// UnitedDeployment, pod templates otherwise) are semantically equal.
+func SameTemplate(ref Ref, a, b json.RawMessage) (bool, error) {
+	if ref.Kind.Name == UnitedDeployment.Name {
+		var x, y v1alpha1.SubsetTemplate
+		if err := json.Unmarshal(a, &x); err != nil {
+			return false, err
+		}
+		if err := json.Unmarshal(b, &y); err != nil {
+			return false, err
+		}
+		return apiequality.Semantic.DeepEqual(x, y), nil
+	}
+	var x, y corev1.PodTemplateSpec
+	if err := json.Unmarshal(a, &x); err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		return false, err
+	}
+	return apiequality.Semantic.DeepEqual(x, y), nil
+}
+
+// RevisionPodTemplate is the pod template of a revision (inside the subset template for a
+// UnitedDeployment).
+func RevisionPodTemplate(ref Ref, r Revision) (*corev1.PodTemplateSpec, error) {
+	if ref.Kind.Name != UnitedDeployment.Name {
+		var t corev1.PodTemplateSpec
+		err := json.Unmarshal(r.Template, &t)
+		return &t, err
+	}
+	var st v1alpha1.SubsetTemplate
+	if err := json.Unmarshal(r.Template, &st); err != nil {
+		return nil, err
+	}
+	switch {
+	case st.StatefulSetTemplate != nil:
+		return &st.StatefulSetTemplate.Spec.Template, nil
+	case st.DeploymentTemplate != nil:
+		return &st.DeploymentTemplate.Spec.Template, nil
+	case st.TAppTemplate != nil:
+		return &st.TAppTemplate.Spec.Template, nil
+	}
+	return &corev1.PodTemplateSpec{}, nil
+}
+
+func withImages(revs []Revision) ([]Revision, error) {
+	for i := range revs {
+		var holder struct {
+			Spec corev1.PodSpec `json:"spec"`
+			// A UnitedDeployment's subset template holds the pod template one level down.
+			StatefulSetTemplate *struct {
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			} `json:"statefulSetTemplate"`
+			DeploymentTemplate *struct {
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			} `json:"deploymentTemplate"`
+			TAppTemplate *struct {
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			} `json:"tappTemplate"`
+		}
+		if err := json.Unmarshal(revs[i].Template, &holder); err != nil {
+			return nil, fmt.Errorf("revision %d: %w", revs[i].Number, err)
+		}
+		spec := holder.Spec
+		switch {
+		case holder.StatefulSetTemplate != nil:
+			spec = holder.StatefulSetTemplate.Spec.Template.Spec
+		case holder.DeploymentTemplate != nil:
+			spec = holder.DeploymentTemplate.Spec.Template.Spec
+		case holder.TAppTemplate != nil:
+			spec = holder.TAppTemplate.Spec.Template.Spec
+		}
+		revs[i].Images = nil
+		for _, c := range spec.Containers {
+			revs[i].Images = append(revs[i].Images, c.Name+"="+c.Image)
+		}
+	}
+	return revs, nil
+}
+
+// FindRevision returns the revision numbered n, or an error listing the revisions.
+func FindRevision(ref Ref, revs []Revision, n int64) (Revision, error) {
+	var numbers []int64
+	for _, r := range revs {
+		if r.Number == n {
+			return r, nil
+		}
+		numbers = append(numbers, r.Number)
+	}
+	if len(numbers) == 0 {
+		return Revision{}, fmt.Errorf("%s has no revision %d: it has no revisions", ref, n)
+	}
+	return Revision{}, fmt.Errorf("%s has no revision %d: its revisions are %s", ref, n, joinInts(numbers))
+}
+
+// Undo decides what `undo` does: restore the template of revision toRevision, or with 0 the
+// latest revision that is not the current one. The patch is a JSON patch that tests
+// metadata.generation as read (a spec changed meanwhile is never overwritten) and replaces the
+// template; for a TApp it also swaps the recorded previous template with the one replaced, so a
+// second undo goes back again, as `kubectl rollout undo` does.
+func Undo(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevision int64) (Change, error) {
+	if err := CheckUndoable(ref, obj); err != nil {
+		return Change{}, err
+	}
+	var target Revision
+	if toRevision != 0 {
+		r, err := FindRevision(ref, revs, toRevision)
+		if err != nil {
+			return Change{}, err
+		}
+		target = r
+	} else {
+		found := false
+		for i := len(revs) - 1; i >= 0; i-- {
+			if !revs[i].Current {
+				target, found = revs[i], true
+				break
+			}
+		}
+		if !found {
+			return Change{}, fmt.Errorf("%s has no previous revision to go back to", ref)
+		}
+	}
+	if target.Current {
+		return Unchanged(ref, "%s: skipped, revision %d is the current template", ref, target.Number), nil
+	}
+
+	path := []string{"spec", "template"}
+	var pool string
+	if ref.Kind.Name == TApp.Name {
+		prev, _ := previousTemplate(ref, obj)
+		pool = prev.TemplateName
+		p, _, err := PodTemplatePath(ref, obj, pool)
+		if err != nil {
+			return Change{}, fmt.Errorf("%s: its previous template was recorded for templatePool entry %s, which is gone", ref, pool)
+		}
+		path = p
+	}
+	stored, _, err := unstructured.NestedMap(obj.Object, path...)
+	if err != nil {
+		return Change{}, err
+	}
+	current, err := json.Marshal(stored)
+	if err != nil {
+		return Change{}, err
+	}
+	if same, _ := SameTemplate(ref, target.Template, current); same {
+		return Unchanged(ref, "%s: skipped, the current template already matches revision %d", ref, target.Number), nil
+	}
+
+	ops := []Op{GenerationTest(obj)}
+	if ref.Kind.Name == TApp.Name {
+		// Record the template being replaced in its place, so that undo goes back again.
+		swapped, err := json.Marshal(PreviousTemplate{TemplateName: pool, Template: current})
+		if err != nil {
+			return Change{}, err
+		}
+		ops = append(ops, Add(Pointer("metadata", "annotations", AnnotationPreviousTemplate), string(swapped)))
+	}
+	ops = append(ops, Replace(Pointer(path...), target.Template))
+	p, err := JSONPatch(ops...)
+	if err != nil {
+		return Change{}, err
+	}
+	line := fmt.Sprintf("%s rolled back to revision %d (%s)", ref, target.Number, target.Name)
+	if ref.Kind.Name == TApp.Name {
+		line = fmt.Sprintf("%s rolled back to its previous template (%s)", ref, target.Name)
+	}
+	return Change{Ref: ref, Patch: &p, Line: line}, nil
+}
+
+// CheckUndoable refuses, before anything is listed, what undo cannot do to the object: a
+// paused Deployment (as kubectl rollout undo does), and a TApp without a recorded template.
+func CheckUndoable(ref Ref, obj *unstructured.Unstructured) error {
+	switch ref.Kind.Name {
+	case Deployment.Name:
+		if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); paused {
+			return fmt.Errorf("%s is paused: resume it (kubectl workload resume %s) before undo", ref, ref)
+		}
+	case TApp.Name:
+		prev, err := previousTemplate(ref, obj)
+		if err != nil {
+			return err
+		}
+		if prev == nil {
+			return fmt.Errorf("%s has no previous template to go back to: `kubectl workload set image` records one (in its %s annotation) each time it changes a TApp", ref, AnnotationPreviousTemplate)
+		}
+	}
+	return nil
+}
