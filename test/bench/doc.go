@@ -1,0 +1,47 @@
+// Package bench holds the benchmarks of DESIGN.md §6 (and issues 4, 5 and 7), run by `make bench`
+// on the local control plane of test/localcluster: real etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, kwok playing the kubelets of six fake nodes. They
+// are Go benchmarks that print figures, never tests that assert timings: every comparison is a
+// ratio of two things measured in the same run, because the machine they run on (2 cores,
+// shared) is noisy.
+//
+//	make bench                                  # builds bin/ and the cluster binaries first
+//	go test -run '^$' -bench . -benchtime=1x -timeout 120m ./test/bench/
+//
+// Plain `go test ./test/bench/` runs only the unit tests of the parsers below; the control plane
+// is started by the first benchmark that needs it and shared by all of them, in this order:
+//
+//   - BenchmarkDeployment: kube-controller-manager scales a Deployment from 0 to 1000 Ready pods,
+//     then rolls it to a new image; the namespace is deleted afterwards.
+//   - BenchmarkTApp: the workload-agent scales a TApp from 0 to 1000 Ready instances, updates
+//     every image in place, then changes the env (every pod re-created), and compares with the
+//     Deployment. kube-controller-manager and the agent have the same client QPS and burst
+//     (100/200, set when the cluster starts).
+//   - BenchmarkUnitedDeployment: a UnitedDeployment of 3 TApp subsets × 300 instances to Ready.
+//   - BenchmarkBusyNamespace: the agent's memory with the TApp's 1000 managed pods, and the
+//     plugin's one-shot `status` and `get` of it (bin/kubectl-workload, 20 runs each), first
+//     alone in its namespace, then with 10 000 unrelated pods (Deployments created before the
+//     agent starts) in the same namespace.
+//
+// Each phase reports: the wall time until every pod is in its final state (Ready on the new
+// template, seen by a watch) and until the workload's status says so; the pod writes counted
+// from the API server's apiserver_request_total (every client: the controller, kube-scheduler's
+// bindings, kwok's status updates), and the same writes by client from an audit log the API
+// server writes at the Metadata level for writes only (apiserver_request_total has no client
+// label); the controller-object writes (Deployments, ReplicaSets, TApps, ... and their status)
+// and Events; and the agent's peak RSS (VmHWM, reset at the start of the phase).
+//
+// Settings (environment variables; the defaults are the documented scenarios):
+//
+//	BENCH_REPLICAS=1000      TApp and Deployment size, and managed pods of BenchmarkBusyNamespace
+//	BENCH_UD_SUBSET=300      instances per UnitedDeployment subset
+//	BENCH_UNRELATED=10000    unrelated pods of BenchmarkBusyNamespace
+//	BENCH_PLUGIN_RUNS=20     runs of each plugin command
+//	BENCH_QPS=100            client QPS of kube-controller-manager and the agent
+//	BENCH_BURST=200          ... and burst
+//	BENCH_TIMEOUT=20m        safety bound of every wait (a failure, never a target)
+//	BENCH_OUT_DIR=<tmp>      agent logs and summary.md (the audit log too, with BENCH_KEEP_AUDIT=1)
+//	WORKLOAD_AGENT_BIN, KUBECTL_WORKLOAD_BIN   binaries to run instead of building them
+//
+// bench/RESULTS.md holds the results of a run with the exact command.
+package bench
