@@ -196,6 +196,17 @@ func (r *result) print() {
 	say("pod writes of the controller (%s, from the audit log): %.0f = %.2f per pod (ideal %.0f, target <= %.1f: %s): %s",
 		r.controller, ctrl.Total(), r.perPod(ctrl.Total()), r.ideal, targetWritesPerPod*r.ideal,
 		Verdict(r.meetsWrites()), ctrl.Format(0))
+	// Every write of a controller's client passes its rate limiter (QPS, burst): at most
+	// burst + QPS·T requests in T seconds. Near 100% the phase is bound by the client budget.
+	for _, c := range r.writes.audit.Clients() {
+		if !strings.HasPrefix(c, r.controller) {
+			continue
+		}
+		n := r.writes.audit.ByClient(c).Total()
+		limit := float64(clientBurst) + float64(clientQPS)*r.ready.Seconds()
+		say("client budget of %s: %.0f writes (all resources) while the pods got ready in %s = %.0f/s; its limiter allows %.0f (burst %d + %d QPS × %s): %.0f%% used",
+			c, n, Secs(r.ready), n/r.ready.Seconds(), limit, clientBurst, clientQPS, Secs(r.ready), 100*n/limit)
+	}
 	say("writes by client (audit log):")
 	a := r.writes.audit
 	for _, c := range a.Clients() {

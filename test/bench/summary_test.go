@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,8 +15,8 @@ import (
 func printSummary(e *env) {
 	var s strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
-	p("Run ending %s: %d CPUs (GOMAXPROCS %d), load average at the start %s, at the end %s; client QPS/burst %d/%d for kube-controller-manager and the agent; test binary flags: %s.",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOMAXPROCS(0),
+	p("Run ending %s at commit %s: %d CPUs (GOMAXPROCS %d), load average at the start %s, at the end %s; client QPS/burst %d/%d for kube-controller-manager and the agent; test binary flags: %s.",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), gitCommit(), runtime.NumCPU(), runtime.GOMAXPROCS(0),
 		loadAtStart, loadAverage(), clientQPS, clientBurst, strings.Join(os.Args[1:], " "))
 	if len(resultOrder) > 0 {
 		p("")
@@ -110,4 +111,13 @@ func loadAverage() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// gitCommit describes the working tree the binaries were built from.
+func gitCommit() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty", "--exclude=*").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
 }
