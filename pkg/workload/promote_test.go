@@ -2,13 +2,18 @@ package workload
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -202,5 +207,27 @@ func TestPointerAndJSONPatch(t *testing.T) {
 	}
 	if want := `[{"op":"remove","path":"/spec/statuses/3"},{"op":"test","path":"/a","value":"x"}]`; string(p.Data) != want {
 		t.Errorf("JSONPatch = %s, want %s", p.Data, want)
+	}
+}
+
+// How the API server answers a JSON patch whose test fails: a bare 422 without causes. A
+// validation error is a 422 too, but says what is invalid: it is not a precondition failure.
+func TestIsPreconditionFailureOnAPIServerErrors(t *testing.T) {
+	failedTest := apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "testing value /spec/approvedBatch failed: test failed", 0, false)
+	if !IsPreconditionFailure(failedTest) {
+		t.Errorf("%v not recognized", failedTest)
+	}
+	if !IsPreconditionFailure(fmt.Errorf("wrapped: %w", failedTest)) {
+		t.Error("a wrapped 422 not recognized")
+	}
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apps.workload.dev", Kind: "Canary"}, "checkout", field.ErrorList{field.Invalid(field.NewPath("spec", "approvedBatch"), -1, "must be >= 0")})
+	if IsPreconditionFailure(invalid) {
+		t.Errorf("validation error %v taken for a precondition failure", invalid)
+	}
+	if !IsPreconditionFailure(apierrors.NewConflict(schema.GroupResource{Resource: "canaries"}, "checkout", fmt.Errorf("modified"))) {
+		t.Error("conflict not recognized")
+	}
+	if IsPreconditionFailure(apierrors.NewForbidden(schema.GroupResource{Resource: "canaries"}, "checkout", fmt.Errorf("no"))) {
+		t.Error("forbidden taken for a precondition failure")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,6 +120,11 @@ func Send(ctx context.Context, client dynamic.Interface, namespace string, ref R
 
 // IsPreconditionFailure reports whether a patch failed on its precondition: a failed JSON patch
 // "test", the removal or replacement of a member that is gone, or a resourceVersion conflict.
+//
+// The API server answers a JSON patch it cannot apply with a bare 422: reason Invalid, the
+// generic message below and no causes (the library's reason, such as "testing value
+// /spec/approvedBatch failed", is not sent). A validation failure is also a 422 but always
+// says what is invalid. Fake clients return the library's error itself.
 func IsPreconditionFailure(err error) bool {
 	if err == nil {
 		return false
@@ -126,14 +132,24 @@ func IsPreconditionFailure(err error) bool {
 	if apierrors.IsConflict(err) {
 		return true
 	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		return s.Code == http.StatusUnprocessableEntity && s.Message == jsonPatchNotApplicable &&
+			(s.Details == nil || len(s.Details.Causes) == 0)
+	}
 	msg := err.Error()
-	for _, s := range []string{"test failed", "nonexistent key", "missing path", "missing key"} {
-		if strings.Contains(msg, s) {
+	for _, m := range []string{"test failed", "nonexistent key", "missing path", "missing key"} {
+		if strings.Contains(msg, m) {
 			return true
 		}
 	}
 	return false
 }
+
+// jsonPatchNotApplicable is the message of the API server's answer to a JSON patch whose
+// operations cannot be applied to the object.
+const jsonPatchNotApplicable = "the server rejected our request due to an error in our request"
 
 // DryRunNote is what a confirmation line says about the dry-run mode: "" when the patch was
 // really sent.
