@@ -2,7 +2,9 @@ package canary
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,7 +176,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale) {
 		// The cache lagged this controller's own writes; the informer event is on its way.
 		klog.FromContext(ctx).V(2).Info("Cache behind the API server; requeuing", "canary", key, "err", err)
 	} else {
@@ -236,7 +238,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (err
 		return err
 	}
 	if shared.DeletionTimestamp != nil {
-		return nil
+		return c.finalize(ctx, shared)
 	}
 
 	r := &reconciler{
@@ -247,6 +249,13 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (err
 		now:    metav1.NewTime(c.clock.Now()).Rfc3339Copy(),
 	}
 	r.status = *r.canary.Status.DeepCopy()
+	// The finalizer goes on before anything else, so that no canary Deployment exists for a
+	// Canary that can be deleted without it.
+	if !slices.Contains(r.canary.Finalizers, FinalizerOrphanCanary) {
+		if gone, err := r.addFinalizer(); gone || err != nil {
+			return err
+		}
+	}
 	if err := r.reconcile(); err != nil {
 		return err
 	}

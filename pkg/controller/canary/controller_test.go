@@ -35,6 +35,10 @@ const (
 	patchStable = "patch deployments checkout "
 	patchCanary = "patch deployments checkout-canary "
 	writeStatus = "update canaries/status checkout"
+	// addFinalizer and writeSnapshot are the first two writes of a release: the Canary's
+	// finalizer, then the snapshot of the stable Deployment.
+	addFinalizer  = "patch canaries checkout merge finalizers"
+	writeSnapshot = "patch canaries checkout merge annotations"
 )
 
 func replicas(n int) string { return `{"spec":{"replicas":` + itoa(n) + `}}` }
@@ -45,9 +49,10 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestReleasePauseFirst(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
 
-	// Start: the stable Deployment is recorded on the Canary, then the canary Deployment is
-	// created with batch 1's single pod. The stable Deployment is not touched.
-	f.step("patch canaries checkout merge", writeStatus, "create deployments checkout-canary")
+	// Start: the finalizer goes on the Canary and the stable Deployment is recorded on it, then
+	// the canary Deployment is created with batch 1's single pod. The stable Deployment is not
+	// touched.
+	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
 	c := f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
 	wantSizes := []int32{1, 4, 7, 10}
 	for i, b := range c.Status.Batches {
@@ -166,7 +171,7 @@ func TestPauseAllPausesAfterEveryBatchButTheLast(t *testing.T) {
 
 func TestPauseNoneNeverWaits(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseNone), newStable(10))
-	f.step("patch canaries checkout merge", writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
 	f.available("checkout-canary", 1)
 	f.step(writeStatus, patchCanary+replicas(4), patchStable+replicas(9))
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
@@ -237,7 +242,7 @@ func TestPausedBeforeTheFirstBatchTouchesNothing(t *testing.T) {
 	cn := newCanary(v1alpha1.PauseFirst)
 	cn.Spec.Paused = true
 	f := newFixture(t, cn, newStable(10))
-	f.step(writeStatus)
+	f.step(addFinalizer, writeStatus)
 	f.status(v1alpha1.CanaryPaused, 0, P, P, P, P)
 	if f.deployment("checkout-canary") != nil {
 		t.Error("canary Deployment created while paused")
@@ -343,7 +348,7 @@ func TestReleaseRestartsAfterRollback(t *testing.T) {
 
 func TestDegradedWhenStableIsMissing(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseFirst))
-	f.step(writeStatus)
+	f.step(addFinalizer, writeStatus)
 	c := f.status(v1alpha1.CanaryDegraded, 0)
 	if !strings.Contains(c.Status.Message, `stable Deployment "checkout" not found`) {
 		t.Errorf("message %q", c.Status.Message)
@@ -381,7 +386,7 @@ func TestDegradedWhenTheCanaryNameIsTaken(t *testing.T) {
 	other := newStable(3)
 	other.Name, other.UID = "checkout-canary", "someone-elses"
 	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10), other)
-	f.step(writeStatus)
+	f.step(addFinalizer, writeStatus)
 	c := f.status(v1alpha1.CanaryDegraded, 0)
 	if cond := meta.FindStatusCondition(c.Status.Conditions, ConditionDegraded); cond == nil || cond.Reason != ReasonCanaryNameConflict ||
 		!strings.Contains(cond.Message, `Deployment "checkout-canary" already exists and is not owned by this Canary`) {
@@ -458,7 +463,7 @@ func TestBatchSizesPlan(t *testing.T) {
 	cn.Spec.Batches = nil
 	cn.Spec.BatchSizes = []intstr.IntOrString{intstr.FromString("20%"), intstr.FromInt32(5), intstr.FromString("100%")}
 	f := newFixture(t, cn, newStable(10))
-	f.step("patch canaries checkout merge", writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
 	if d := f.deployment("checkout-canary"); *d.Spec.Replicas != 2 {
 		t.Errorf("batch 1: %d canary pods, want 2", *d.Spec.Replicas)
 	}

@@ -5,10 +5,11 @@
 //
 // The controller follows k8s.io/sample-controller: shared informers and their listers, a typed
 // rate-limited work queue of Canary names ("canary"), and a sync handler that reads only from
-// the listers, deep-copies before mutating, writes status only when it changed and requeues on
-// errors. Every write to a Deployment sets an absolute value (a replica count with a merge patch
-// {"spec":{"replicas":N}}, a pod template), so a sync repeated on a lagging cache writes the same
-// value again and never doubles an action.
+// the listers (but for a deleted Canary's canary Deployment: see Deletion), deep-copies before
+// mutating, writes status only when it changed and requeues on errors. Every write to a
+// Deployment sets an absolute value (a replica count with a merge patch {"spec":{"replicas":N}},
+// a pod template), or is a JSON patch with a test, so a sync repeated on a lagging cache writes
+// the same value again or is refused, and never doubles an action.
 //
 // The Canary's status is the controller's memory of the release, so a sync must not act on a
 // Canary older than the status it last wrote. A sync therefore decides everything first, then
@@ -79,7 +80,59 @@
 //
 // # Deletion
 //
-// The canary Deployment is owned by the Canary, so deleting the Canary deletes it by garbage
-// collection, even after completion when it serves every pod. Roll back first, or delete with
-// --cascade=orphan to keep it.
+// Deleting a Canary (kubectl delete, with the default background propagation, or
+// --cascade=orphan) never takes a Deployment down: both Deployments keep serving as they are,
+// at any batch and after completion, when the canary Deployment runs every pod and the stable
+// one none. To undo a release, abort it (spec.rollback), wait for RolledBack, then delete the
+// Canary. A deleted Canary cannot be rolled back: the snapshot of the stable Deployment goes
+// with it, and restoring the stable Deployment is then a manual scale.
+//
+// The canary Deployment carries the Canary's controller reference, so the garbage collector
+// would delete it with the Canary. The controller therefore adds FinalizerOrphanCanary to every
+// Canary on its first sync, before anything else and before it creates the canary Deployment
+// (a merge patch {"metadata":{"finalizers":[...,FinalizerOrphanCanary],"resourceVersion":<read>}},
+// which lists the finalizers already there and is refused with 409 if the Canary changed since
+// it was read). A Canary released by an agent without the finalizer gets it on its next sync;
+// deleted before that, its canary Deployment is garbage collected.
+// Once the Canary has a deletionTimestamp, the controller writes no status any more; it reads
+// from the API server (not the cache, which may not show a canary Deployment created moments
+// before) the Deployment spec.canary.name and any other the cache shows owned by the Canary,
+// removes the Canary's owner reference from each with a JSON patch tested on its uid
+//
+//	[{"op":"test","path":"/metadata/ownerReferences/<i>/uid","value":"<canary uid>"},
+//	 {"op":"remove","path":"/metadata/ownerReferences/<i>"}]
+//
+// (other owner references are kept; replicas, template and labels are not touched), records a
+// Normal CanaryDeploymentOrphaned Event, and only then removes its finalizer:
+//
+//	[{"op":"test","path":"/metadata/finalizers/<j>","value":"apps.workload.dev/orphan-canary-deployment"},
+//	 {"op":"remove","path":"/metadata/finalizers/<j>"}]
+//
+// When there is no canary Deployment, or it is not the Canary's, only the finalizer is removed.
+// A test that fails (422: the object changed since it was read) is retried once the cache has
+// caught up; an owner reference already removed is not patched again.
+//
+// The orphaned canary Deployment keeps its app.kubernetes.io/managed-by and
+// apps.workload.dev/canary labels. A new Canary naming it as spec.canary.name is Degraded
+// (CanaryNameConflict): the next release names it as its stableRef instead, or another canary.
+//
+// A Canary created and deleted before its first sync has no finalizer and is gone at once;
+// the finalizer patch of a sync that raced the deletion finds nothing (404) and the sync ends
+// there, so no canary Deployment is created for it.
+//
+// A Canary deleted while the agent is not running stays, with its deletionTimestamp, until the
+// agent runs and orphans its canary Deployment. To delete it without the agent, remove the
+// finalizers by hand:
+//
+//	kubectl patch canary X --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
+//
+// but the garbage collector then deletes the canary Deployment with its pods: to keep it,
+// first remove the owner reference from it (check that entry 0 is the Canary's):
+//
+//	kubectl patch deployment <spec.canary.name> --type=json -p '[{"op":"test","path":"/metadata/ownerReferences/0/kind","value":"Canary"},{"op":"remove","path":"/metadata/ownerReferences/0"}]'
+//
+// A deletion with propagationPolicy Foreground (kubectl delete --cascade=foreground, or a tool
+// set to delete that way) asks the garbage collector to delete the dependents, which it does
+// whatever the Canary's finalizers: the controller does not race it, sends a Warning
+// ForegroundDeletion Event and removes its finalizer, and the canary Deployment is deleted.
 package canary

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -52,6 +53,7 @@ type fixture struct {
 	deploymentStore cache.Indexer
 
 	actions []string // writes to either API server, in order
+	patches []string // the bodies of the patches among them, in order
 }
 
 func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.Deployment) *fixture {
@@ -70,6 +72,9 @@ func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.De
 	record := func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
 			f.actions = append(f.actions, describe(a))
+			if p, ok := a.(k8stesting.PatchActionImpl); ok {
+				f.patches = append(f.patches, string(p.GetPatch()))
+			}
 		}
 		return false, nil, nil
 	}
@@ -90,6 +95,45 @@ func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.De
 			return true, nil, err
 		}
 		return true, obj, nil
+	})
+	// Like the API server, refuse a Canary merge patch carrying a resourceVersion other than the
+	// stored one, answer a JSON patch that does not apply with 422, bump the resourceVersion on
+	// every patch, and remove a deleted Canary once its last finalizer is gone.
+	f.client.PrependReactor("patch", "canaries", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchActionImpl)
+		stored, err := f.client.Tracker().Get(canariesGVR, ns, pa.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		rv := stored.(*v1alpha1.Canary).ResourceVersion
+		if pa.GetPatchType() == types.MergePatchType {
+			var p struct {
+				Metadata struct {
+					ResourceVersion string `json:"resourceVersion"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(pa.GetPatch(), &p); err != nil {
+				return true, nil, err
+			}
+			if p.Metadata.ResourceVersion != "" && p.Metadata.ResourceVersion != rv {
+				return true, nil, apierrors.NewConflict(canariesGVR.GroupResource(), pa.GetName(),
+					fmt.Errorf("resourceVersion %s, stored %s", p.Metadata.ResourceVersion, rv))
+			}
+		}
+		_, obj, err := k8stesting.ObjectReaction(f.client.Tracker())(a)
+		if err != nil {
+			if pa.GetPatchType() == types.JSONPatchType {
+				return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: v1alpha1.SchemeGroupVersion.Group, Kind: Kind},
+					pa.GetName(), field.ErrorList{field.Invalid(field.NewPath("patch"), string(pa.GetPatch()), err.Error())})
+			}
+			return true, nil, err
+		}
+		cn := obj.(*v1alpha1.Canary)
+		cn.ResourceVersion = nextRV(rv)
+		if cn.DeletionTimestamp != nil && len(cn.Finalizers) == 0 {
+			return true, cn, f.client.Tracker().Delete(canariesGVR, ns, cn.Name)
+		}
+		return true, cn, f.client.Tracker().Update(canariesGVR, cn, ns)
 	})
 	f.kube.PrependReactor("*", "*", record)
 	f.client.PrependReactor("*", "*", record)
@@ -153,7 +197,7 @@ func (f *fixture) sync() []string {
 
 func (f *fixture) trySync() ([]string, error) {
 	f.t.Helper()
-	f.actions = nil
+	f.actions, f.patches = nil, nil
 	err := f.ctrl.syncHandler(context.Background(), cache.ObjectName{Namespace: ns, Name: "checkout"})
 	return f.actions, err
 }
@@ -174,8 +218,10 @@ func (f *fixture) settled() {
 	f.step()
 }
 
-// describe renders an action as "verb resource[/subresource] name [patch]"; merge patches of
-// Deployments are shown in full, other patches by type.
+// describe renders an action as "verb resource[/subresource] name [patch]". Merge patches of
+// Deployments are shown in full; merge patches of Canaries by the metadata fields they set
+// ("merge finalizers", "merge annotations"); JSON patches in full up to 300 bytes, longer ones
+// as "json".
 func describe(a k8stesting.Action) string {
 	res := a.GetResource().Resource
 	if sub := a.GetSubresource(); sub != "" {
@@ -192,8 +238,22 @@ func describe(a k8stesting.Action) string {
 			if res == "deployments" {
 				return fmt.Sprintf("patch %s %s %s", res, a.GetName(), a.GetPatch())
 			}
-			return fmt.Sprintf("patch %s %s merge", res, a.GetName())
+			var p struct {
+				Metadata map[string]json.RawMessage `json:"metadata"`
+			}
+			_ = json.Unmarshal(a.GetPatch(), &p)
+			var fields []string
+			for k := range p.Metadata {
+				if k != "resourceVersion" {
+					fields = append(fields, k)
+				}
+			}
+			slices.Sort(fields)
+			return strings.TrimSpace(fmt.Sprintf("patch %s %s merge %s", res, a.GetName(), strings.Join(fields, ",")))
 		case types.JSONPatchType:
+			if len(a.GetPatch()) <= 300 {
+				return fmt.Sprintf("patch %s %s %s", res, a.GetName(), a.GetPatch())
+			}
 			return fmt.Sprintf("patch %s %s json", res, a.GetName())
 		default:
 			return fmt.Sprintf("patch %s %s %s", res, a.GetName(), a.GetPatchType())
@@ -373,8 +433,8 @@ func snapshotOf(d *appsv1.Deployment) string {
 	return string(raw)
 }
 
-// midRelease builds a fixture at batch `current` of a release of newCanary(pause): batches
-// before it completed, the canary Deployment scaled to canary pods, all available, and the
+// midRelease builds a fixture at batch `current` of a release of newCanary(pause), which has
+// the controller's finalizer: batches before it completed, the canary Deployment scaled to canary pods, all available, and the
 // stable Deployment at stable pods, all available. The current batch is in state state.
 func midRelease(t *testing.T, pause v1alpha1.PauseType, current int32, state v1alpha1.BatchState, canary, stable int32, edit func(*v1alpha1.Canary)) *fixture {
 	t.Helper()
@@ -382,6 +442,7 @@ func midRelease(t *testing.T, pause v1alpha1.PauseType, current int32, state v1a
 	st := newStable(stable)
 	orig := newStable(10)
 	cn.Annotations = map[string]string{AnnotationStableSnapshot: snapshotOf(orig)}
+	cn.Finalizers = []string{FinalizerOrphanCanary}
 	plan := []int32{1, 4, 7, 10}
 	t0 := metav1.NewTime(start.Add(-time.Hour))
 	for i, size := range plan {

@@ -50,6 +50,9 @@ type env struct {
 	kube   kubernetes.Interface
 	client versioned.Interface
 	watch  *capacityWatcher
+
+	kubeconfig string
+	agent      *agentproc.Agent
 }
 
 // setup makes the namespace and the stable Deployment, waits until its 10 pods are available,
@@ -68,7 +71,7 @@ func setup(t *testing.T) *env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, cancel: cancel, kube: kube, client: client}
+	e := &env{t: t, ctx: ctx, cancel: cancel, kube: kube, client: client, kubeconfig: cluster.Kubeconfig}
 
 	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "canary-"},
@@ -78,6 +81,17 @@ func setup(t *testing.T) *env {
 	}
 	e.ns = ns.Name
 	t.Cleanup(func() {
+		// The agent has been stopped by now (its cleanup runs first): remove the finalizers it
+		// put on the Canaries left, as the package documentation tells, or the namespace would
+		// never go.
+		if list, err := client.AppsV1alpha1().Canaries(e.ns).List(context.Background(), metav1.ListOptions{}); err == nil {
+			for _, c := range list.Items {
+				if len(c.Finalizers) > 0 {
+					_, _ = client.AppsV1alpha1().Canaries(e.ns).Patch(context.Background(), c.Name, types.JSONPatchType,
+						[]byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{})
+				}
+			}
+		}
 		_ = kube.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
 	})
 
@@ -88,15 +102,21 @@ func setup(t *testing.T) *env {
 		return stable != nil && stable.Status.AvailableReplicas == replicas && stable.Status.ObservedGeneration >= stable.Generation
 	})
 	e.watch = e.watchCapacity()
+	e.startAgent()
+	return e
+}
 
-	agent := agentproc.Start(t, agentproc.Options{
-		Kubeconfig: cluster.Kubeconfig,
+// startAgent starts an agent running only the canary controller in the test's namespace and
+// waits until it is ready.
+func (e *env) startAgent() {
+	e.t.Helper()
+	e.agent = agentproc.Start(e.t, agentproc.Options{
+		Kubeconfig: e.kubeconfig,
 		Args:       []string{"--namespace=" + e.ns, "--leader-elect=false", "--controllers=canary"},
 	})
-	if err := agent.WaitReady(ctx); err != nil {
-		t.Fatalf("agent not ready: %v", err)
+	if err := e.agent.WaitReady(e.ctx); err != nil {
+		e.t.Fatalf("agent not ready: %v", err)
 	}
-	return e
 }
 
 func stableDeployment() *appsv1.Deployment {
