@@ -27,7 +27,9 @@ const (
 	deployNS = "bench-deploy"
 	tappNS   = "bench-tapp" // also holds the unrelated pods of BenchmarkBusyNamespace
 	udNS     = "bench-ud"
-	appName  = "app"
+	// controlNS holds a second TApp like the one of tappNS, without unrelated pods around it.
+	controlNS = "bench-control"
+	appName   = "app"
 )
 
 func readyOn(image string) func(*corev1.Pod) bool {
@@ -202,9 +204,11 @@ func BenchmarkUnitedDeployment(b *testing.B) {
 
 // BenchmarkBusyNamespace: the agent's memory with BENCH_REPLICAS managed pods, and the plugin's
 // one-shot status and get of that TApp, first alone in its namespace, then with BENCH_UNRELATED
-// unrelated pods (Deployments created before the agent starts) in the same namespace.
+// unrelated pods (Deployments created before the agent starts) in the same namespace. With the
+// unrelated pods, the plugin also reads, in turns, an identical TApp in a namespace of its own.
 func BenchmarkBusyNamespace(b *testing.B) {
 	e := getEnv(b)
+	e.deleteNamespace(b, controlNS) // left by an earlier run: the agent would manage its pods too
 	e.ensureNamespace(b, tappNS)
 	e.deleteFillers(b)
 	e.ensureSettledTApp(b)
@@ -218,12 +222,17 @@ func BenchmarkBusyNamespace(b *testing.B) {
 		w := e.openWindow(b)
 		a := e.startAgent(b, "busy-"+label)
 		b.Run(label+"/AgentMemory", func(b *testing.B) { e.agentMemory(b, a, label, w) })
-		b.Run(label+"/PluginStatus", func(b *testing.B) {
-			e.pluginLatency(b, plugin, label, "status", "status", "tapp/"+appName, "-n", tappNS)
-		})
-		b.Run(label+"/PluginGet", func(b *testing.B) {
-			e.pluginLatency(b, plugin, label, "get", "get", "tapp/"+appName, "-n", tappNS)
-		})
+		targets := []pluginTarget{{label, tappNS}}
+		if unrelated > 0 {
+			// The same TApp in a namespace of its own, read in turns with the busy one: the ratio
+			// of the two isolates the unrelated pods from the machine's load of the moment.
+			e.ensureNamespace(b, controlNS)
+			e.ensureTApp(b, controlNS)
+			time.Sleep(settle) // let the last status updates of the new pods pass
+			targets = append(targets, pluginTarget{label + "/other-namespace", controlNS})
+		}
+		b.Run(label+"/PluginStatus", func(b *testing.B) { e.pluginLatency(b, plugin, "status", targets...) })
+		b.Run(label+"/PluginGet", func(b *testing.B) { e.pluginLatency(b, plugin, "get", targets...) })
 		stopAgent(b, a, "busy-"+label)
 	}
 	compareBusy()
@@ -238,11 +247,15 @@ func compareBusy() {
 	fmt.Printf("\n--- %d managed pods alone vs with %d unrelated pods in the namespace\n", replicas, unrelatedPods)
 	compare("agent RSS after settling, busy/quiet", busy, quiet, float64(bz.rss)/(1<<20), float64(q.rss)/(1<<20), "", nil)
 	compare("agent peak RSS since start, busy/quiet", busy, quiet, float64(bz.peak)/(1<<20), float64(q.peak)/(1<<20), "", nil)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for _, verb := range []string{"status", "get"} {
-		pq, pb := pluginResults[quiet+"/"+verb], pluginResults[busy+"/"+verb]
+		pq, pb, pc := pluginResults[quiet+"/"+verb], pluginResults[busy+"/"+verb], pluginResults[busy+"/other-namespace/"+verb]
+		if pb != nil && pc != nil {
+			compare("plugin "+verb+" median latency (ms), namespace with the unrelated pods / namespace without (runs in turns)",
+				busy, busy+"/other-namespace", ms(pb.runs.Median()), ms(pc.runs.Median()), "", nil)
+		}
 		if pq != nil && pb != nil {
-			compare("plugin "+verb+" median latency (ms), busy/quiet", busy, quiet,
-				float64(pb.runs.Median().Microseconds())/1000, float64(pq.runs.Median().Microseconds())/1000, "", nil)
+			compare("plugin "+verb+" median latency (ms), busy/quiet (minutes apart)", busy, quiet, ms(pb.runs.Median()), ms(pq.runs.Median()), "", nil)
 		}
 	}
 }
@@ -301,19 +314,26 @@ func (e *env) deleteFillers(b *testing.B) {
 }
 
 // ensureSettledTApp makes sure the TApp of BenchmarkTApp runs BENCH_REPLICAS Ready instances,
-// creating it (not measured) when that benchmark was not selected.
+// creating it (not measured) with an agent of its own when that benchmark was not selected.
 func (e *env) ensureSettledTApp(b *testing.B) {
 	b.Helper()
 	if ok, _, _ := e.tappComplete(tappNS, appName, replicas)(context.Background()); ok {
 		return
 	}
 	a := e.startAgent(b, "setup")
-	_, err := e.apps.AppsV1alpha1().TApps(tappNS).Get(context.Background(), appName, metav1.GetOptions{})
+	e.ensureTApp(b, tappNS)
+	stopAgent(b, a, "setup")
+}
+
+// ensureTApp creates the TApp of BENCH_REPLICAS instances in ns unless it exists, and waits until
+// it is settled. An agent must run.
+func (e *env) ensureTApp(b *testing.B, ns string) {
+	b.Helper()
+	_, err := e.apps.AppsV1alpha1().TApps(ns).Get(context.Background(), appName, metav1.GetOptions{})
 	if err != nil {
-		if _, err := e.apps.AppsV1alpha1().TApps(tappNS).Create(context.Background(), newTApp(appName, replicas, imageV1), metav1.CreateOptions{}); err != nil {
+		if _, err := e.apps.AppsV1alpha1().TApps(ns).Create(context.Background(), newTApp(appName, replicas, imageV1), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	poll(b, "TApp settled", time.Second, e.tappComplete(tappNS, appName, replicas))
-	stopAgent(b, a, "setup")
+	poll(b, "TApp "+ns+"/"+appName+" settled", time.Second, e.tappComplete(ns, appName, replicas))
 }

@@ -71,22 +71,24 @@ type pluginResult struct {
 	cold     time.Duration
 	runs     Durations
 	failures int
+	firstErr error
 	outBytes int
+	lastOut  []byte
 }
 
 var pluginResults = map[string]*pluginResult{}
 
-// pluginLatency runs bin/kubectl-workload args pluginRuns times, after one unmeasured run that
-// fills the discovery cache (in a HOME of its own), and reports the wall times: process start to
-// exit, as a user at a shell sees them.
-func (e *env) pluginLatency(b *testing.B, plugin, label, verb string, args ...string) {
+// pluginTarget is a TApp the plugin reads: label names it in the results.
+type pluginTarget struct{ label, ns string }
+
+// pluginLatency runs `bin/kubectl-workload VERB tapp/app -n NS` pluginRuns times for each
+// target, the targets taking turns so that they share the machine's load, after one unmeasured
+// run each that fills the discovery cache (in a HOME of its own). It reports wall times from
+// process start to exit, as a user at a shell sees them.
+func (e *env) pluginLatency(b *testing.B, plugin, verb string, targets ...pluginTarget) {
 	b.Helper()
 	home := b.TempDir()
-	args = append(args, "--kubeconfig="+e.cluster.Kubeconfig)
-	r := &pluginResult{}
-	var firstErr error
-	var lastOut []byte
-	run := func() time.Duration {
+	run := func(r *pluginResult, args []string) time.Duration {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(plugin, args...)
 		cmd.Env = append(os.Environ(), "HOME="+home, "NO_COLOR=1", "KUBECONFIG=")
@@ -97,39 +99,54 @@ func (e *env) pluginLatency(b *testing.B, plugin, label, verb string, args ...st
 		if err != nil {
 			r.failures++
 			var ee *exec.ExitError
-			if firstErr == nil {
+			if r.firstErr == nil {
 				if errors.As(err, &ee) {
-					firstErr = fmt.Errorf("exit code %d: %s", ee.ExitCode(), strings.TrimSpace(stderr.String()))
+					r.firstErr = fmt.Errorf("exit code %d: %s", ee.ExitCode(), strings.TrimSpace(stderr.String()))
 				} else {
-					firstErr = err
+					r.firstErr = err
 				}
 			}
 		}
-		lastOut = stdout.Bytes()
+		r.lastOut = stdout.Bytes()
 		return d
 	}
-	r.cold = run()
-	r.failures = 0 // the warm-up's exit code is reported with the others only if they fail too
+	args := func(t pluginTarget) []string {
+		return []string{verb, "tapp/" + appName, "-n", t.ns, "--kubeconfig=" + e.cluster.Kubeconfig}
+	}
+	res := make([]*pluginResult, len(targets))
+	for i, t := range targets {
+		res[i] = &pluginResult{}
+		res[i].cold = run(res[i], args(t))
+		res[i].failures, res[i].firstErr = 0, nil // the warm-up counts only for its time
+	}
 	for range pluginRuns {
-		r.runs = append(r.runs, run())
+		for i, t := range targets {
+			res[i].runs = append(res[i].runs, run(res[i], args(t)))
+		}
 	}
-	r.outBytes = len(lastOut)
-	pluginResults[label+"/"+verb] = r
-
 	target := pluginTargets[verb]
-	fmt.Printf("\n--- plugin %s, %s: kubectl workload %s (%d runs, %d bytes of output)\n",
-		verb, label, strings.Join(args[:len(args)-1], " "), pluginRuns, r.outBytes)
-	say("median %s, p90 %s, min %s, max %s; first run (empty discovery cache) %s; median target <= %s: %s",
-		Millis(r.runs.Median()), Millis(r.runs.Percentile(90)), Millis(r.runs.Min()), Millis(r.runs.Max()), Millis(r.cold),
-		Millis(target), Verdict(r.runs.Median() <= target))
-	if r.failures > 0 {
-		say("%d of %d runs exited non-zero; first: %v", r.failures, pluginRuns, firstErr)
+	for i, t := range targets {
+		r := res[i]
+		r.outBytes = len(r.lastOut)
+		pluginResults[t.label+"/"+verb] = r
+		fmt.Printf("\n--- plugin %s, %s: kubectl workload %s (%d runs, %d bytes of output)\n",
+			verb, t.label, strings.Join(args(t)[:4], " "), pluginRuns, r.outBytes)
+		say("median %s, p90 %s, min %s, max %s; first run (empty discovery cache) %s; median target <= %s: %s",
+			Millis(r.runs.Median()), Millis(r.runs.Percentile(90)), Millis(r.runs.Min()), Millis(r.runs.Max()), Millis(r.cold),
+			Millis(target), Verdict(r.runs.Median() <= target))
+		if r.failures > 0 {
+			say("%d of %d runs exited non-zero; first: %v", r.failures, pluginRuns, r.firstErr)
+		}
+		lines := strings.Split(strings.TrimSpace(string(r.lastOut)), "\n")
+		say("output (first lines of %d):", len(lines))
+		for _, l := range lines[:min(len(lines), 3)] {
+			say("  | %s", l)
+		}
+		suffix := ""
+		if i > 0 {
+			suffix = "-" + strings.NewReplacer(" ", "-", "=", "-").Replace(t.label[strings.LastIndex(t.label, "/")+1:])
+		}
+		b.ReportMetric(float64(r.runs.Median().Microseconds())/1000, "ms-median"+suffix)
+		b.ReportMetric(float64(r.runs.Percentile(90).Microseconds())/1000, "ms-p90"+suffix)
 	}
-	lines := strings.Split(strings.TrimSpace(string(lastOut)), "\n")
-	say("output (first lines of %d):", len(lines))
-	for _, l := range lines[:min(len(lines), 4)] {
-		say("  | %s", l)
-	}
-	b.ReportMetric(float64(r.runs.Median().Microseconds())/1000, "ms-median")
-	b.ReportMetric(float64(r.runs.Percentile(90).Microseconds())/1000, "ms-p90")
 }

@@ -21,7 +21,9 @@
 //   - BenchmarkBusyNamespace: the agent's memory with the TApp's 1000 managed pods, and the
 //     plugin's one-shot `status` and `get` of it (bin/kubectl-workload, 20 runs each), first
 //     alone in its namespace, then with 10 000 unrelated pods (Deployments created before the
-//     agent starts) in the same namespace.
+//     agent starts) in the same namespace; then the plugin also reads, in turns with it, an
+//     identical TApp in a namespace of its own, so that the effect of the unrelated pods is a
+//     ratio of runs made under the same load.
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted

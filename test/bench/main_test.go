@@ -101,7 +101,7 @@ func startEnv() (*env, error) {
 	}
 	e := &env{outDir: outDir, auditPath: filepath.Join(outDir, "audit.log")}
 	_ = os.Remove(e.auditPath)
-	loadAtStart = loadAverage()
+	loadAtStart, commitAtStart = loadAverage(), gitCommit()
 	logf("bench: output in %s; client QPS/burst %d/%d for kube-controller-manager and the agent", outDir, clientQPS, clientBurst)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()

@@ -15,8 +15,8 @@ import (
 func printSummary(e *env) {
 	var s strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
-	p("Run ending %s at commit %s: %d CPUs (GOMAXPROCS %d), load average at the start %s, at the end %s; client QPS/burst %d/%d for kube-controller-manager and the agent; test binary flags: %s.",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), gitCommit(), runtime.NumCPU(), runtime.GOMAXPROCS(0),
+	p("Run ending %s, working tree at %s: %d CPUs (GOMAXPROCS %d), load average at the start %s, at the end %s; client QPS/burst %d/%d for kube-controller-manager and the agent; test binary flags: %s.",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), commitAtStart, runtime.NumCPU(), runtime.GOMAXPROCS(0),
 		loadAtStart, loadAverage(), clientQPS, clientBurst, strings.Join(os.Args[1:], " "))
 	if len(resultOrder) > 0 {
 		p("")
@@ -103,8 +103,9 @@ func printSummary(e *env) {
 	_ = os.WriteFile(filepath.Join(e.outDir, "summary.md"), []byte(s.String()), 0o644)
 }
 
-// loadAtStart is the load average when the control plane was started.
-var loadAtStart string
+// loadAtStart and commitAtStart describe the machine and the working tree when the control plane
+// was started.
+var loadAtStart, commitAtStart string
 
 // loadAverage is the 1, 5 and 15 minute load average.
 func loadAverage() string {
