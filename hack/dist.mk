@@ -1,0 +1,51 @@
+# Release artifacts: archives per platform and the krew manifest. Included by the root Makefile
+# (-include hack/dist.mk); also usable alone: make -f hack/dist.mk dist
+#
+#   make dist            build dist/kubectl-workload_<version>_<os>_<arch>.tar.gz (.zip for
+#                        Windows) for linux, darwin and windows x amd64 and arm64, each holding
+#                        the binary, the kubectl_complete-workload script and LICENSE, plus
+#                        dist/SHA256SUMS
+#   make krew-manifest   write krew.yaml's version and platforms from those archives (real sha256
+#                        sums, download URLs under KREW_BASE_URL)
+#
+# Builds are reproducible: CGO_ENABLED=0, -trimpath, no VCS stamp or build id, and archives with
+# fixed timestamps (SOURCE_DATE_EPOCH, by default the commit's time), owner 0:0 and file order;
+# the same commit gives the same sums.
+
+GO ?= go
+DIST_DIR ?= dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+DIST_MODULE := github.com/kubectl-workload/kubectl-workload
+# The release version: the v* tag on HEAD when there is one, else the version krew.yaml names.
+ifndef DIST_VERSION
+DIST_VERSION := $(shell git describe --tags --match 'v[0-9]*' --exact-match 2>/dev/null || sed -n 's/^  version: *//p' krew.yaml)
+endif
+ifndef DIST_COMMIT
+DIST_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+endif
+DIST_LDFLAGS := -s -w -buildid= -X $(DIST_MODULE)/pkg/version.Version=$(DIST_VERSION) -X $(DIST_MODULE)/pkg/version.GitCommit=$(DIST_COMMIT)
+KREW_BASE_URL ?= https://github.com/kubectl-workload/kubectl-workload/releases/download/$(DIST_VERSION)
+ifndef SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
+endif
+export SOURCE_DATE_EPOCH
+
+.PHONY: dist krew-manifest krew-validate
+
+dist: ## Build release archives (binary, completion script, LICENSE) for linux/darwin/windows x amd64/arm64 into dist/.
+	@test -n "$(DIST_VERSION)" || { echo "dist: no version: tag HEAD (git tag v0.1.0) or set DIST_VERSION" >&2; exit 1; }
+	rm -rf $(DIST_DIR)
+	@set -e; for p in $(DIST_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; ext=; if [ $$os = windows ]; then ext=.exe; fi; \
+	  bin=$(DIST_DIR)/bin/$${os}_$${arch}/kubectl-workload$$ext; \
+	  echo "build $$bin ($(DIST_VERSION))"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false -ldflags '$(DIST_LDFLAGS)' -o $$bin ./cmd/kubectl-workload; \
+	  $(GO) run ./hack/release archive -os $$os -arch $$arch -version $(DIST_VERSION) -bin $$bin -out $(DIST_DIR); \
+	done
+	$(GO) run ./hack/release checksums -version $(DIST_VERSION) -dist $(DIST_DIR)
+
+krew-manifest: ## Write krew.yaml (version, platforms, sha256 sums) from the archives make dist built.
+	$(GO) run ./hack/release krew -version $(DIST_VERSION) -dist $(DIST_DIR) -base-url $(KREW_BASE_URL) -manifest krew.yaml
+
+krew-validate: ## Check krew.yaml against krew's manifest rules (and that it lists platforms).
+	$(GO) run ./hack/release validate -require-platforms -manifest krew.yaml

@@ -1,0 +1,171 @@
+// Command release builds the release artifacts of kubectl-workload: reproducible archives per
+// platform and the krew manifest with their sha256 sums. hack/dist.mk runs it:
+//
+//	go run ./hack/release archive -os linux -arch amd64 -version v0.1.0 -bin dist/bin/linux_amd64/kubectl-workload -out dist
+//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -manifest krew.yaml
+//	go run ./hack/release checksums -version v0.1.0 -dist dist
+//	go run ./hack/release validate [-require-platforms] -manifest krew.yaml
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultEpoch is the archives' timestamp when SOURCE_DATE_EPOCH is unset: 1980-01-01, the
+// earliest time a zip can hold.
+const defaultEpoch = 315532800
+
+func main() {
+	if len(os.Args) < 2 {
+		fail(fmt.Errorf("usage: release archive|krew|checksums|validate [flags]"))
+	}
+	var err error
+	switch os.Args[1] {
+	case "archive":
+		err = archiveCmd(os.Args[2:])
+	case "krew":
+		err = krewCmd(os.Args[2:])
+	case "checksums":
+		err = checksumsCmd(os.Args[2:])
+	case "validate":
+		err = validateCmd(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q: use archive, krew, checksums or validate", os.Args[1])
+	}
+	fail(err)
+}
+
+func fail(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "release: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// sourceDate is SOURCE_DATE_EPOCH (https://reproducible-builds.org/specs/source-date-epoch/).
+func sourceDate() (time.Time, error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Unix(defaultEpoch, 0), nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", v)
+	}
+	return time.Unix(max(n, defaultEpoch), 0), nil
+}
+
+func archiveCmd(args []string) error {
+	fs := flag.NewFlagSet("archive", flag.ExitOnError)
+	goos := fs.String("os", "", "target OS")
+	arch := fs.String("arch", "", "target architecture")
+	version := fs.String("version", "", "release version")
+	bin := fs.String("bin", "", "the built binary")
+	out := fs.String("out", "dist", "directory for the archive")
+	license := fs.String("license", "LICENSE", "the LICENSE file")
+	completion := fs.String("completion-dir", "hack", "directory of the kubectl_complete-workload scripts")
+	_ = fs.Parse(args)
+	if *goos == "" || *arch == "" || *version == "" || *bin == "" {
+		return fmt.Errorf("archive needs -os, -arch, -version and -bin")
+	}
+	mtime, err := sourceDate()
+	if err != nil {
+		return err
+	}
+	p := Platform{*goos, *arch}
+	dst := filepath.Join(*out, ArchiveName(*version, p))
+	if err := WriteArchive(dst, Entries(p, *bin, *completion, *license), mtime); err != nil {
+		return err
+	}
+	fmt.Println(dst)
+	return nil
+}
+
+func krewCmd(args []string) error {
+	fs := flag.NewFlagSet("krew", flag.ExitOnError)
+	version := fs.String("version", "", "release version (semver with a leading v)")
+	dist := fs.String("dist", "dist", "directory holding the archives")
+	baseURL := fs.String("base-url", "", "URL the archives are downloaded from")
+	manifest := fs.String("manifest", "krew.yaml", "the manifest to update")
+	_ = fs.Parse(args)
+	if *version == "" || *baseURL == "" {
+		return fmt.Errorf("krew needs -version and -base-url")
+	}
+	data, err := os.ReadFile(*manifest)
+	if err != nil {
+		return err
+	}
+	m, err := ReadManifest(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *manifest, err)
+	}
+	if err := Generate(m, *version, *dist, *baseURL, Platforms); err != nil {
+		return err
+	}
+	if errs := Validate(m, true); len(errs) > 0 {
+		return fmt.Errorf("the generated manifest breaks krew's rules: %v", errs)
+	}
+	out, err := Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*manifest, out, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("%s: %s with %d platforms\n", *manifest, *version, len(m.Spec.Platforms))
+	return nil
+}
+
+func checksumsCmd(args []string) error {
+	fs := flag.NewFlagSet("checksums", flag.ExitOnError)
+	version := fs.String("version", "", "release version")
+	dist := fs.String("dist", "dist", "directory holding the archives")
+	_ = fs.Parse(args)
+	var b strings.Builder
+	for _, p := range Platforms {
+		name := ArchiveName(*version, p)
+		sum, err := SHA256(filepath.Join(*dist, name))
+		if os.IsNotExist(err) {
+			continue // a build of some platforms only (DIST_PLATFORMS)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s  %s\n", sum, name)
+	}
+	if b.Len() == 0 {
+		return fmt.Errorf("no %s archive in %s", *version, *dist)
+	}
+	dst := filepath.Join(*dist, "SHA256SUMS")
+	if err := os.WriteFile(dst, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	return nil
+}
+
+func validateCmd(args []string) error {
+	fs := flag.NewFlagSet("validate", flag.ExitOnError)
+	manifest := fs.String("manifest", "krew.yaml", "the manifest to check")
+	requirePlatforms := fs.Bool("require-platforms", false, "fail when the manifest lists no platform (krew needs one)")
+	_ = fs.Parse(args)
+	data, err := os.ReadFile(*manifest)
+	if err != nil {
+		return err
+	}
+	m, err := ReadManifest(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *manifest, err)
+	}
+	if errs := Validate(m, *requirePlatforms); len(errs) > 0 {
+		return fmt.Errorf("%s breaks krew's rules: %v", *manifest, errs)
+	}
+	fmt.Printf("%s: valid\n", *manifest)
+	return nil
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const repo = "../.."
+
+func readManifest(t *testing.T, name string) *Manifest {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadManifest(data)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return m
+}
+
+func checkValid(t *testing.T, m *Manifest, requirePlatforms bool) {
+	t.Helper()
+	for _, err := range Validate(m, requirePlatforms) {
+		t.Error(err)
+	}
+}
+
+// The committed krew.yaml follows krew's rules; once it lists platforms (after make
+// krew-manifest), it lists every release platform with that version's archives.
+func TestCommittedKrewManifest(t *testing.T) {
+	m := readManifest(t, filepath.Join(repo, "krew.yaml"))
+	if m.Metadata.Name != PluginName {
+		t.Errorf("metadata.name %q, want %q (the binary is kubectl-%s)", m.Metadata.Name, PluginName, PluginName)
+	}
+	checkValid(t, m, false)
+	if len(m.Spec.Platforms) == 0 {
+		t.Log("krew.yaml lists no platform yet (no release): platform rules checked on generated manifests only")
+		return
+	}
+	checkValid(t, m, true)
+	uris := map[string]bool{}
+	for _, p := range m.Spec.Platforms {
+		uris[filepath.Base(p.URI)] = true
+	}
+	for _, p := range Platforms {
+		if name := ArchiveName(m.Spec.Version, p); !uris[name] {
+			t.Errorf("krew.yaml lacks %s's archive %s", p, name)
+		}
+	}
+}
+
+// buildPlugin builds the real plugin binary for the host platform, as make dist does.
+func buildPlugin(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, BinaryName(Platform{runtime.GOOS, runtime.GOARCH}))
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X github.com/kubectl-workload/kubectl-workload/pkg/version.Version=v0.1.0", "-o", bin, "./cmd/kubectl-workload")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// From a real archive of the real binary: the manifest follows krew's rules, its sha256 is the
+// archive's, and the archive holds the bin and every file the manifest extracts.
+func TestManifestFromRealArchive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin")
+	}
+	dir := t.TempDir()
+	host := Platform{runtime.GOOS, runtime.GOARCH}
+	bin := buildPlugin(t, dir)
+	dist := filepath.Join(dir, "dist")
+	mtime := time.Unix(defaultEpoch, 0)
+	archive := filepath.Join(dist, ArchiveName("v0.1.0", host))
+	if err := WriteArchive(archive, Entries(host, bin, filepath.Join(repo, "hack"), filepath.Join(repo, "LICENSE")), mtime); err != nil {
+		t.Fatal(err)
+	}
+	m := readManifest(t, filepath.Join(repo, "krew.yaml"))
+	if err := Generate(m, "v0.1.0", dist, "https://github.com/kubectl-workload/kubectl-workload/releases/download/v0.1.0", []Platform{host}); err != nil {
+		t.Fatal(err)
+	}
+	checkValid(t, m, true)
+	sum, err := SHA256(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := m.Spec.Platforms[0]
+	if pl.Sha256 != sum {
+		t.Errorf("sha256 %s, archive has %s", pl.Sha256, sum)
+	}
+	files, err := ArchiveFiles(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f] = true
+	}
+	for _, f := range pl.Files {
+		if !have[f.From] {
+			t.Errorf("the manifest extracts %s, which the archive (%v) lacks", f.From, files)
+		}
+	}
+	if !have[pl.Bin] {
+		t.Errorf("bin %s is not in the archive %v", pl.Bin, files)
+	}
+	// The binary in the archive is a working plugin.
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "v0.1.0") {
+		t.Errorf("%s version: %v\n%s", bin, err, out)
+	}
+}
+
+// The same inputs give the same archive bytes, whatever the files' own times and the clock.
+func TestArchivesAreReproducible(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kubectl-workload")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho plugin\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Platform{{"linux", "amd64"}, {"windows", "arm64"}} {
+		var sums []string
+		for i := 0; i < 2; i++ {
+			// Different file times and modes on disk must not change the archive.
+			_ = os.Chtimes(bin, time.Now().Add(time.Duration(i)*time.Hour), time.Now().Add(time.Duration(i)*time.Hour))
+			_ = os.Chmod(bin, os.FileMode(0o700+i*0o55))
+			dst := filepath.Join(dir, "run", string(rune('a'+i)), ArchiveName("v1.0.0", p))
+			if err := WriteArchive(dst, Entries(p, bin, filepath.Join(repo, "hack"), filepath.Join(repo, "LICENSE")), time.Unix(defaultEpoch, 0)); err != nil {
+				t.Fatal(err)
+			}
+			sum, err := SHA256(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sums = append(sums, sum)
+		}
+		if sums[0] != sums[1] {
+			t.Errorf("%s: two archives of the same files differ: %v", p, sums)
+		}
+	}
+}
+
+// The krew subcommand writes a manifest for every release platform that krew's rules accept and
+// that reads back unchanged.
+func TestKrewCommandWritesEveryPlatform(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "stand-in")
+	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dist := filepath.Join(dir, "dist")
+	for _, p := range Platforms {
+		if err := WriteArchive(filepath.Join(dist, ArchiveName("v1.2.3", p)), Entries(p, bin, filepath.Join(repo, "hack"), filepath.Join(repo, "LICENSE")), time.Unix(defaultEpoch, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(repo, "krew.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, "krew.yaml")
+	if err := os.WriteFile(manifest, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := krewCmd([]string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com/releases/v1.2.3/", "-manifest", manifest}); err != nil {
+		t.Fatal(err)
+	}
+	m := readManifest(t, manifest)
+	checkValid(t, m, true)
+	if len(m.Spec.Platforms) != len(Platforms) {
+		t.Errorf("%d platforms, want %d", len(m.Spec.Platforms), len(Platforms))
+	}
+	for _, p := range m.Spec.Platforms {
+		if p.Selector.MatchLabels["os"] == "windows" && !strings.HasSuffix(p.Bin, ".exe") {
+			t.Errorf("windows bin %q lacks .exe", p.Bin)
+		}
+		if !strings.HasPrefix(p.URI, "https://example.com/releases/v1.2.3/kubectl-workload_v1.2.3_") {
+			t.Errorf("uri %s", p.URI)
+		}
+	}
+	if err := krewCmd([]string{"-version", "v1.2.4", "-dist", dist, "-base-url", "https://example.com", "-manifest", manifest}); err == nil || !strings.Contains(err.Error(), "run make dist first") {
+		t.Errorf("a version without archives: got %v, want an error asking for make dist", err)
+	}
+}
+
+func TestValidateRejectsWhatKrewRejects(t *testing.T) {
+	good := func() *Manifest {
+		return &Manifest{APIVersion: krewAPIVersion, Kind: krewKind, Metadata: Metadata{Name: "workload"},
+			Spec: ManifestSpec{Version: "v0.1.0", ShortDescription: "Release workloads", Platforms: []KrewPlatform{
+				{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": "linux", "arch": "amd64"}},
+					URI: "https://example.com/a.tar.gz", Sha256: strings.Repeat("ab", 32), Bin: "kubectl-workload",
+					Files: []FileOperation{{From: "kubectl-workload", To: "."}, {From: "LICENSE", To: "."}}},
+				{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": "darwin"}},
+					URI: "https://example.com/b.tar.gz", Sha256: strings.Repeat("cd", 32), Bin: "kubectl-workload",
+					Files: []FileOperation{{From: "*", To: "."}}},
+			}}}
+	}
+	if errs := Validate(good(), true); len(errs) > 0 {
+		t.Fatalf("a good manifest is refused: %v", errs)
+	}
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Manifest)
+		want   string
+	}{
+		{"api version", func(m *Manifest) { m.APIVersion = "krew.googlecontainertools.github.com/v1alpha1" }, "apiVersion"},
+		{"kind", func(m *Manifest) { m.Kind = "Plugins" }, "kind"},
+		{"name", func(m *Manifest) { m.Metadata.Name = "work load" }, "metadata.name"},
+		{"version without v", func(m *Manifest) { m.Spec.Version = "0.1.0" }, "spec.version"},
+		{"version not semver", func(m *Manifest) { m.Spec.Version = "v0.1" }, "spec.version"},
+		{"short description", func(m *Manifest) { m.Spec.ShortDescription = "one\ntwo" }, "one line"},
+		{"no short description", func(m *Manifest) { m.Spec.ShortDescription = " " }, "shortDescription is empty"},
+		{"no platform", func(m *Manifest) { m.Spec.Platforms = nil }, "platforms is empty"},
+		{"uppercase sha", func(m *Manifest) { m.Spec.Platforms[0].Sha256 = strings.Repeat("AB", 32) }, "sha256"},
+		{"short sha", func(m *Manifest) { m.Spec.Platforms[0].Sha256 = "abc" }, "sha256"},
+		{"no uri", func(m *Manifest) { m.Spec.Platforms[0].URI = "" }, "uri"},
+		{"no bin", func(m *Manifest) { m.Spec.Platforms[0].Bin = "" }, "bin is missing"},
+		{"no selector", func(m *Manifest) { m.Spec.Platforms[0].Selector = nil }, "selector is missing"},
+		{"no license", func(m *Manifest) { m.Spec.Platforms[0].Files = m.Spec.Platforms[0].Files[:1] }, "LICENSE"},
+		{"file without to", func(m *Manifest) { m.Spec.Platforms[0].Files[0].To = "" }, "from and to"},
+		{"overlapping selectors", func(m *Manifest) {
+			m.Spec.Platforms[1].Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"os": "linux"}}
+		}, "linux/amd64 is matched by more than one platform"},
+	} {
+		m := good()
+		tt.mutate(m)
+		errs := Validate(m, true)
+		found := false
+		for _, err := range errs {
+			found = found || strings.Contains(err.Error(), tt.want)
+		}
+		if !found {
+			t.Errorf("%s: errors %v lack %q", tt.name, errs, tt.want)
+		}
+	}
+	if _, err := ReadManifest([]byte("apiVersion: x\nkind: Plugin\nspec:\n  platfroms: []\n")); err == nil {
+		t.Error("a misspelt field is accepted")
+	}
+}
