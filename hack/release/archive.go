@@ -96,7 +96,7 @@ func WriteArchive(dst string, entries []Entry, mtime time.Time) error {
 }
 
 func writeTarGz(out io.Writer, entries []Entry, mtime time.Time) error {
-	gz, err := gzip.NewWriterLevel(out, gzip.BestCompression)
+	gz, err := gzip.NewWriterLevel(out, gzip.DefaultCompression)
 	if err != nil {
 		return err
 	}

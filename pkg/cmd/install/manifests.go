@@ -5,6 +5,7 @@ package install
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,42 +58,63 @@ func displayName(obj *unstructured.Unstructured) string {
 	return kind + "/" + obj.GetName()
 }
 
+// embedded are the manifests as decoded once from the plugin binary.
+var embedded struct {
+	once       sync.Once
+	crds, rest []*unstructured.Unstructured
+	err        error
+}
+
+func loadEmbedded() ([]*unstructured.Unstructured, []*unstructured.Unstructured, error) {
+	embedded.once.Do(func() {
+		crds, err := config.CRDs()
+		if err != nil {
+			embedded.err = err
+			return
+		}
+		for _, crd := range crds {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+			if err != nil {
+				embedded.err = err
+				return
+			}
+			u := &unstructured.Unstructured{Object: m}
+			u.SetAPIVersion("apiextensions.k8s.io/v1")
+			u.SetKind("CustomResourceDefinition")
+			// A CRD read from YAML carries an empty status; the API server owns it.
+			unstructured.RemoveNestedField(u.Object, "status")
+			unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+			embedded.crds = append(embedded.crds, u)
+		}
+		embedded.rest, embedded.err = config.AgentManifests()
+	})
+	return embedded.crds, embedded.rest, embedded.err
+}
+
 // Manifests returns what install applies, in order: the CRDs, then (unless crdsOnly) the agent's
-// namespace, RBAC, Service and Deployment, its image set to image.
+// namespace, RBAC, Service and Deployment, its image set to image. The objects are the caller's.
 func Manifests(image string, crdsOnly bool) ([]*unstructured.Unstructured, error) {
-	crds, err := config.CRDs()
+	crds, agent, err := loadEmbedded()
 	if err != nil {
 		return nil, err
 	}
 	var objs []*unstructured.Unstructured
 	for _, crd := range crds {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetAPIVersion("apiextensions.k8s.io/v1")
-		u.SetKind("CustomResourceDefinition")
-		// A CRD read from YAML carries an empty status; the API server owns it.
-		unstructured.RemoveNestedField(u.Object, "status")
-		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-		objs = append(objs, u)
+		objs = append(objs, crd.DeepCopy())
 	}
 	if crdsOnly {
 		return objs, nil
 	}
-	agent, err := config.AgentManifests()
-	if err != nil {
-		return nil, err
-	}
 	for _, obj := range agent {
+		obj = obj.DeepCopy()
 		if obj.GetKind() == "Deployment" {
 			if err := setImage(obj, image); err != nil {
 				return nil, err
 			}
 		}
+		objs = append(objs, obj)
 	}
-	return append(objs, agent...), nil
+	return objs, nil
 }
 
 // setImage sets the image of the agent's container.
