@@ -1,10 +1,12 @@
 package pluginverbs
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +68,45 @@ func pluginPath(t *testing.T) string {
 	return pluginDir
 }
 
+var (
+	kubectlOnce sync.Once
+	kubectlBin  string
+	kubectlErr  error
+)
+
+// kubectlPath returns a kubectl built from the tools module (hack/tools) into the control
+// plane's bin directory, building it there the first time (hack/cluster/build-bins.sh kubectl,
+// what `make cluster-kubectl` runs; a no-op once built). The plugin is run through it, so that
+// kubectl's own plugin discovery finds kubectl-workload on PATH.
+func kubectlPath(t *testing.T, binDir string) string {
+	t.Helper()
+	kubectlOnce.Do(func() {
+		bin := filepath.Join(binDir, "kubectl")
+		if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
+			kubectlBin = bin
+			return
+		}
+		root, err := agentproc.ModuleRoot()
+		if err != nil {
+			kubectlErr = err
+			return
+		}
+		t.Logf("building kubectl into %s (hack/cluster/build-bins.sh kubectl)", binDir)
+		cmd := exec.Command("bash", filepath.Join(root, "hack", "cluster", "build-bins.sh"), "kubectl")
+		// The same directory as the control plane's binaries, wherever they came from.
+		cmd.Env = append(os.Environ(), "KUBECTL_WORKLOAD_BIN_DIR="+binDir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			kubectlErr = fmt.Errorf("hack/cluster/build-bins.sh kubectl: %v\n%s", err, out)
+			return
+		}
+		kubectlBin = bin
+	})
+	if kubectlErr != nil {
+		t.Fatal(kubectlErr)
+	}
+	return kubectlBin
+}
+
 type env struct {
 	t       *testing.T
 	ctx     context.Context
@@ -111,7 +152,7 @@ func setup(t *testing.T) *env {
 		_ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return &env{t: t, ctx: t.Context(), kube: kube, apps: apps, dyn: dyn, ns: ns.Name,
-		kubectl: filepath.Join(binDir, "kubectl"),
+		kubectl: kubectlPath(t, binDir),
 		path:    pluginPath(t) + string(os.PathListSeparator) + os.Getenv("PATH")}
 }
 
@@ -144,9 +185,7 @@ type result struct {
 // plugin runs `kubectl workload -n NS ARGS` as a person would.
 func (e *env) plugin(args ...string) result {
 	e.t.Helper()
-	// -n goes before the verb's arguments, which may end with "-- ARG…".
-	cmd := exec.CommandContext(e.ctx, e.kubectl, append([]string{"workload", "-n", e.ns}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+e.path, "KUBECONFIG="+localcluster.Shared(e.t).Kubeconfig, "NO_COLOR=1")
+	cmd := e.command(args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -160,6 +199,88 @@ func (e *env) plugin(args ...string) result {
 	}
 	e.t.Logf("$ kubectl workload %s\n%s%s(exit %d)", strings.Join(args, " "), r.out, r.err, r.code)
 	return r
+}
+
+// command is `kubectl workload -n NS ARGS` with the plugin on PATH, not yet started.
+func (e *env) command(args ...string) *exec.Cmd {
+	// -n goes before the verb's arguments, which may end with "-- ARG…".
+	cmd := exec.CommandContext(e.ctx, e.kubectl, append([]string{"workload", "-n", e.ns}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+e.path, "KUBECONFIG="+localcluster.Shared(e.t).Kubeconfig, "NO_COLOR=1")
+	return cmd
+}
+
+// background is a `kubectl workload …` left running while the test goes on: its standard
+// output is a pipe (not a terminal), read line by line as it is written.
+type background struct {
+	args  []string
+	mu    sync.Mutex
+	lines []string
+	err   bytes.Buffer
+	done  chan struct{}
+	code  int
+}
+
+// start runs `kubectl workload -n NS ARGS` in the background. The test's end kills it if it
+// is still running.
+func (e *env) start(args ...string) *background {
+	e.t.Helper()
+	b := &background{args: args, done: make(chan struct{})}
+	cmd := e.command(args...)
+	cmd.Stderr = &b.err
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("kubectl workload %v: %v", args, err)
+	}
+	started := time.Now()
+	go func() {
+		defer close(b.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			b.mu.Lock()
+			b.lines = append(b.lines, sc.Text())
+			b.mu.Unlock()
+			e.t.Logf("[%5.1fs kubectl workload %s] %s", time.Since(started).Seconds(), strings.Join(args, " "), sc.Text())
+		}
+		err := cmd.Wait()
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			b.code = exit.ExitCode()
+		case err != nil:
+			b.code = -1
+		}
+	}()
+	e.t.Cleanup(func() {
+		select {
+		case <-b.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-b.done
+		}
+	})
+	return b
+}
+
+// Lines returns what it printed so far, one entry per line.
+func (b *background) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.lines...)
+}
+
+// wait waits for it to exit (at most safety) and returns its exit code and standard error.
+func (b *background) wait(t *testing.T) (int, string) {
+	t.Helper()
+	select {
+	case <-b.done:
+		return b.code, b.err.String()
+	case <-time.After(safety):
+		t.Fatalf("kubectl workload %v still runs after %v; it printed:\n%s", b.args, safety, strings.Join(b.Lines(), "\n"))
+	}
+	return 0, ""
 }
 
 // ok runs a verb that must succeed and print want (a substring of its one line).

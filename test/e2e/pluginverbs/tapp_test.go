@@ -2,6 +2,7 @@ package pluginverbs
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -49,6 +50,13 @@ func TestTAppVerbs(t *testing.T) {
 	e.eventually("pod web-1 deleted", podGone("web-1"))
 	e.eventually("pod web-3 deleted", podGone("web-3"))
 	e.eventually("2 ready instances", ready(2))
+	// get shows the killed instances without a pod, and how to start them.
+	tree := e.ok("tapp/web", "get", "tapp/web")
+	for _, id := range []string{"1", "3"} {
+		if !regexp.MustCompile(`(?m)^[├└]── #` + id + ` \(no pod\) +Killed +killed \(kubectl workload start-instance to start it\)$`).MatchString(tree.out) {
+			t.Fatalf("get does not show instance %s killed:\n%s", id, tree.out)
+		}
+	}
 	e.ok("tapp/web: instance 3 is already killed", "kill-instance", "tapp", "web", "3")
 	e.fails("tapp/web: instance id 4 is out of range: ids are 0 to 3 (replicas 4)", workload.TApp, "web", "kill-instance", "tapp/web", "0", "4")
 	e.fails(`tapp/web: "-1" is not an instance id`, workload.TApp, "web", "kill-instance", "tapp/web", "--", "-1")

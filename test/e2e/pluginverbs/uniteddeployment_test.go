@@ -63,6 +63,13 @@ func TestUnitedDeploymentZoneByZone(t *testing.T) {
 
 	e.ok("ud/orders image updated: main=nginx:1.28 (was nginx:1.27)", "set", "image", "ud/orders", "main=nginx:1.28")
 	e.eventually("zone-a updated, zone-b and zone-c held", updated(map[string]int32{"zone-a": 2, "zone-b": 0, "zone-c": 0}))
+	// A pipeline's manual gate: status -w --success-on-pause succeeds on the rollout held by the
+	// partitions, naming them; a one-shot status says paused is not done (exit 3).
+	e.ok("ud/orders Paused: held by partitions zone-b=2, zone-c=2", "status", "-w", "ud/orders", "--success-on-pause", "--timeout=2m")
+	if r := e.plugin("status", "ud/orders"); r.code != 3 || !strings.Contains(r.out, "zone-a  2/2 ready  2/2 updated\n") ||
+		!strings.Contains(r.out, "zone-b  2/2 ready  0/2 updated  partition 2\n") {
+		t.Fatalf("status of a rollout held by partitions: exit %d, want 3 and a line per subset", r.code)
+	}
 	e.ok("ud/orders promoted: partition 0 on zone-b", "promote", "ud/orders", "--subset", "zone-b")
 	e.eventually("zone-b updated, zone-c held", updated(map[string]int32{"zone-a": 2, "zone-b": 2, "zone-c": 0}))
 	e.ok("ud/orders promoted: partition 0 on zone-c", "promote", "ud/orders", "--all")
