@@ -393,15 +393,20 @@ func deploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	if err := fromUnstructured(obj, &d); err != nil {
 		return RolloutStatus{}, err
 	}
+	return deploymentRollout(&d), nil
+}
+
+// deploymentRollout is a Deployment's rollout status, as kubectl rollout status reads it.
+func deploymentRollout(d *appsv1.Deployment) RolloutStatus {
 	st := d.Status
 	if d.Generation > st.ObservedGeneration {
-		return staleStatus(kcmName, d.Generation, st.ObservedGeneration, nil), nil
+		return staleStatus(kcmName, d.Generation, st.ObservedGeneration, nil)
 	}
 	replicas := deref(d.Spec.Replicas, 1)
 	counts := fmt.Sprintf("%d of %s updated, %d ready, %d available", st.UpdatedReplicas, plural(replicas, "replica", "replicas"), st.ReadyReplicas, st.AvailableReplicas)
 	for _, c := range st.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
-			return status(StateDegraded, "exceeded its progress deadline; "+counts, nil), nil
+			return status(StateDegraded, "exceeded its progress deadline; "+counts, nil)
 		}
 	}
 	var waiting string
@@ -411,12 +416,12 @@ func deploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		waiting = fmt.Sprintf("; %s pending termination", plural(st.Replicas-st.UpdatedReplicas, "old replica", "old replicas"))
 	case st.AvailableReplicas < st.UpdatedReplicas:
 	default:
-		return status(StateComplete, counts, nil), nil
+		return status(StateComplete, counts, nil)
 	}
 	if d.Spec.Paused {
-		return status(StatePaused, "rollout paused; "+counts+waiting, nil), nil
+		return status(StatePaused, "rollout paused; "+counts+waiting, nil)
 	}
-	return status(StateProgressing, counts+waiting, nil), nil
+	return status(StateProgressing, counts+waiting, nil)
 }
 
 func statefulSetStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
@@ -424,9 +429,14 @@ func statefulSetStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	if err := fromUnstructured(obj, &s); err != nil {
 		return RolloutStatus{}, err
 	}
+	return statefulSetRollout(&s), nil
+}
+
+// statefulSetRollout is a StatefulSet's rollout status: partitions and OnDelete pause it.
+func statefulSetRollout(s *appsv1.StatefulSet) RolloutStatus {
 	st := s.Status
 	if s.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
-		return staleStatus(kcmName, s.Generation, st.ObservedGeneration, nil), nil
+		return staleStatus(kcmName, s.Generation, st.ObservedGeneration, nil)
 	}
 	replicas := deref(s.Spec.Replicas, 1)
 	var partition int32
@@ -443,11 +453,11 @@ func statefulSetStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	switch {
 	case !ready:
 	case !pending:
-		return status(StateComplete, counts, nil), nil
+		return status(StateComplete, counts, nil)
 	case s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
-		return status(StatePaused, "OnDelete update strategy: pods are updated only when deleted; "+counts, nil), nil
+		return status(StatePaused, "OnDelete update strategy: pods are updated only when deleted; "+counts, nil)
 	case partition > 0 && st.UpdatedReplicas >= replicas-partition:
-		return status(StatePaused, fmt.Sprintf("held by partition %d (pods below it keep the old revision); %s", partition, counts), nil), nil
+		return status(StatePaused, fmt.Sprintf("held by partition %d (pods below it keep the old revision); %s", partition, counts), nil)
 	}
-	return status(StateProgressing, counts, nil), nil
+	return status(StateProgressing, counts, nil)
 }

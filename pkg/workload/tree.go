@@ -13,9 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -23,9 +26,10 @@ import (
 // Node is one line of a workload's tree: the workload, a subset workload, a batch, a revision, an
 // instance or a pod.
 type Node struct {
-	// Object is the API object the line shows; nil for a line that is not an object (a batch,
-	// an instance without a pod, a group heading).
-	Object *unstructured.Unstructured
+	// Object is the API object the line shows: as read through the dynamic client
+	// (*unstructured.Unstructured) or the typed clientset (*corev1.Pod, *appsv1.ReplicaSet, …);
+	// nil for a line that is not an object (a batch, an instance without a pod, a group heading).
+	Object runtime.Object
 	// Name is the first column: "tapp/web", "pod/web-0", "batch 2/4", "#3 (no pod)".
 	Name string
 	// Ready ("1/1"), Status, Restarts: empty when they do not apply.
@@ -38,8 +42,8 @@ type Node struct {
 }
 
 // Objects lists the objects of the tree, parents before children.
-func (n *Node) Objects() []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
+func (n *Node) Objects() []runtime.Object {
+	var out []runtime.Object
 	if n.Object != nil {
 		out = append(out, n.Object)
 	}
@@ -59,19 +63,48 @@ func AsList(objs []*unstructured.Unstructured) *unstructured.UnstructuredList {
 	return list
 }
 
-// Resources of the objects a tree reads besides the workloads themselves.
-var (
-	podsResource        = corev1.SchemeGroupVersion.WithResource("pods")
-	replicaSetsResource = appsv1.SchemeGroupVersion.WithResource("replicasets")
-)
+// List is the tree's objects in a v1 List (AsList), for -o json|yaml|name. Typed objects are
+// converted to unstructured ones here, only when they are printed, with their apiVersion and
+// kind (a typed list's items lack them).
+func (n *Node) List() (*unstructured.UnstructuredList, error) {
+	var objs []*unstructured.Unstructured
+	for _, obj := range n.Objects() {
+		u, err := printable(obj)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, u)
+	}
+	return AsList(objs), nil
+}
+
+// printable is obj as an unstructured object with its apiVersion and kind.
+func printable(obj runtime.Object) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	gvks, _, err := kubescheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(gvks[0].GroupVersion().String())
+	u.SetKind(gvks[0].Kind)
+	return u, nil
+}
 
 // Tree reads a workload's children and draws them as a tree: TApp → instances (pods);
 // UnitedDeployment → subset workloads → pods; Canary → batches, stable and canary Deployments →
 // pods; Deployment → ReplicaSets (revisions) → pods; StatefulSet → revisions → pods. Children are
 // read with label selectors (the workload's own selector, narrowed by our labels): never a list
-// of every pod of the namespace.
-func Tree(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) (*Node, error) {
-	t := &treeReader{ctx: ctx, client: client, ns: namespace}
+// of every pod of the namespace. Native objects (pods above all) are read with kube, typed and
+// as protobuf (see KubeClient); our custom resources with client.
+func Tree(ctx context.Context, client dynamic.Interface, kube kubernetes.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) (*Node, error) {
+	t := &treeReader{ctx: ctx, client: client, kube: kube, ns: namespace}
 	var root *Node
 	var err error
 	switch ref.Kind.Name {
@@ -82,9 +115,17 @@ func Tree(ctx context.Context, client dynamic.Interface, namespace string, ref R
 	case Canary.Name:
 		root, err = t.canary(obj)
 	case Deployment.Name:
-		root, err = t.deployment(obj, true)
+		var d appsv1.Deployment
+		if err := fromUnstructured(obj, &d); err != nil {
+			return nil, fmt.Errorf("%s: %w", ref, err)
+		}
+		root, err = t.deployment(&d, obj, true)
 	case StatefulSet.Name:
-		root, err = t.statefulSet(obj, true)
+		var s appsv1.StatefulSet
+		if err := fromUnstructured(obj, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", ref, err)
+		}
+		root, err = t.statefulSet(&s, obj, true)
 	default:
 		return nil, fmt.Errorf("%s: no tree for a %s", ref, ref.Kind.Name)
 	}
@@ -98,44 +139,36 @@ func Tree(ctx context.Context, client dynamic.Interface, namespace string, ref R
 type treeReader struct {
 	ctx    context.Context
 	client dynamic.Interface
+	kube   kubernetes.Interface
 	ns     string
 }
 
 // workloadNode is the line of a workload: its rollout phase and summary, ready of desired.
-func workloadNode(k Kind, obj *unstructured.Unstructured, ready, desired int32) *Node {
-	n := &Node{Object: obj, Name: k.Short + "/" + obj.GetName(), Ready: fmt.Sprintf("%d/%d", ready, desired),
-		Created: obj.GetCreationTimestamp().Time}
-	if st, err := RolloutStatusOf(k, obj); err == nil {
+// obj is what the line shows (and prints with -o); st its rollout status, if known.
+func workloadNode(k Kind, obj runtime.Object, m metav1.Object, st RolloutStatus, stErr error, ready, desired int32) *Node {
+	n := &Node{Object: obj, Name: k.Short + "/" + m.GetName(), Ready: fmt.Sprintf("%d/%d", ready, desired),
+		Created: m.GetCreationTimestamp().Time}
+	if stErr == nil {
 		n.Status, n.Info = st.Phase, st.Summary
 	}
 	return n
 }
 
-// podItem is a pod as read (for output) and decoded (for its state).
-type podItem struct {
-	obj *unstructured.Unstructured
-	pod corev1.Pod
-}
-
 // listPods lists the pods matching a workload's selector. An empty selector would match every
 // pod of the namespace: that is refused rather than read.
-func (t *treeReader) listPods(sel labels.Selector) ([]podItem, error) {
+func (t *treeReader) listPods(sel labels.Selector) ([]*corev1.Pod, error) {
 	if sel.Empty() {
 		return nil, fmt.Errorf("its selector is empty: it would select every pod in the namespace")
 	}
-	list, err := t.client.Resource(podsResource).Namespace(t.ns).List(t.ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	list, err := t.kube.CoreV1().Pods(t.ns).List(t.ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing its pods: %w", err)
 	}
-	pods := make([]podItem, 0, len(list.Items))
+	pods := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
-		p := podItem{obj: withKind(&list.Items[i], "v1", "Pod")}
-		if err := fromUnstructured(p.obj, &p.pod); err != nil {
-			return nil, err
-		}
-		pods = append(pods, p)
+		pods[i] = &list.Items[i]
 	}
-	sort.Slice(pods, func(i, j int) bool { return podLess(pods[i].pod.Name, pods[j].pod.Name) })
+	sort.Slice(pods, func(i, j int) bool { return podLess(pods[i].Name, pods[j].Name) })
 	return pods, nil
 }
 
@@ -198,19 +231,19 @@ func controlledBy(obj metav1.Object, uid types.UID) bool {
 }
 
 // podNode is the line of a pod: ready containers, kubectl's status reason, restarts.
-func podNode(p podItem) *Node {
+func podNode(p *corev1.Pod) *Node {
 	var ready, restarts int
-	for _, c := range p.pod.Status.ContainerStatuses {
+	for _, c := range p.Status.ContainerStatuses {
 		if c.Ready {
 			ready++
 		}
 		restarts += int(c.RestartCount)
 	}
-	return &Node{Object: p.obj, Name: "pod/" + p.pod.Name,
-		Ready:    fmt.Sprintf("%d/%d", ready, len(p.pod.Spec.Containers)),
-		Status:   PodStatus(&p.pod),
+	return &Node{Object: p, Name: "pod/" + p.Name,
+		Ready:    fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)),
+		Status:   PodStatus(p),
 		Restarts: strconv.Itoa(restarts),
-		Created:  p.pod.CreationTimestamp.Time}
+		Created:  p.CreationTimestamp.Time}
 }
 
 // PodStatus is the word kubectl get pods shows in STATUS: Terminating, a container's waiting or
@@ -268,7 +301,8 @@ func (t *treeReader) tapp(obj *unstructured.Unstructured) (*Node, error) {
 			wanted++
 		}
 	}
-	root := workloadNode(TApp, obj, tapp.Status.ReadyReplicas, wanted)
+	st, stErr := RolloutStatusOf(TApp, obj)
+	root := workloadNode(TApp, obj, obj, st, stErr, tapp.Status.ReadyReplicas, wanted)
 	sel, err := selectorOf(tapp.Spec.Selector, map[string]string{v1alpha1.LabelTAppName: tapp.Name})
 	if err != nil {
 		return nil, err
@@ -277,14 +311,14 @@ func (t *treeReader) tapp(obj *unstructured.Unstructured) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID := map[int][]podItem{}
-	var strays []podItem
+	byID := map[int][]*corev1.Pod{}
+	var strays []*corev1.Pod
 	maxID := int(replicas) - 1
 	for _, p := range pods {
-		if !controlledBy(&p.pod, tapp.UID) && tapp.UID != "" {
+		if !controlledBy(p, tapp.UID) && tapp.UID != "" {
 			continue
 		}
-		id, err := strconv.Atoi(p.pod.Labels[v1alpha1.LabelInstanceID])
+		id, err := strconv.Atoi(p.Labels[v1alpha1.LabelInstanceID])
 		if err != nil || id < 0 {
 			strays = append(strays, p)
 			continue
@@ -357,17 +391,16 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 	if err := fromUnstructured(obj, &ud); err != nil {
 		return nil, err
 	}
-	root := workloadNode(UnitedDeployment, obj, ud.Status.ReadyReplicas, deref(ud.Spec.Replicas, 1))
+	st, stErr := RolloutStatusOf(UnitedDeployment, obj)
+	root := workloadNode(UnitedDeployment, obj, obj, st, stErr, ud.Status.ReadyReplicas, deref(ud.Spec.Replicas, 1))
 	kind, ok := subsetKind(&ud)
 	if !ok {
 		return root, nil
 	}
-	list, err := t.client.Resource(kind.Resource).Namespace(t.ns).List(t.ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{v1alpha1.LabelUnitedDeploymentName: ud.Name}.String()})
+	subsets, err := t.subsetWorkloads(kind, ud.Name)
 	if err != nil {
 		return nil, fmt.Errorf("listing its subset %s workloads: %w", kind.Name, err)
 	}
-	subsets := list.Items
 	sort.Slice(subsets, func(i, j int) bool {
 		si, sj := subsets[i].GetLabels()[v1alpha1.LabelSubsetName], subsets[j].GetLabels()[v1alpha1.LabelSubsetName]
 		if si != sj {
@@ -379,19 +412,18 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 	for _, s := range ud.Status.SubsetStatuses {
 		partitions[s.Name] = s.Partition
 	}
-	for i := range subsets {
-		w := withKind(&subsets[i], kind.Resource.GroupVersion().String(), kind.Name)
+	for _, w := range subsets {
 		if ud.UID != "" && !controlledBy(w, ud.UID) {
 			continue
 		}
 		var n *Node
-		switch kind.Name {
-		case TApp.Name:
+		switch w := w.(type) {
+		case *unstructured.Unstructured:
 			n, err = t.tapp(w)
-		case Deployment.Name:
-			n, err = t.deployment(w, false)
-		default:
-			n, err = t.statefulSet(w, false)
+		case *appsv1.Deployment:
+			n, err = t.deployment(w, w, false)
+		case *appsv1.StatefulSet:
+			n, err = t.statefulSet(w, w, false)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w", kind.Short, w.GetName(), err)
@@ -414,12 +446,49 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 	return root, nil
 }
 
+// subsetWorkloads lists a UnitedDeployment's subset workloads by its label: TApps through the
+// dynamic client (as *unstructured.Unstructured), Deployments and StatefulSets typed.
+func (t *treeReader) subsetWorkloads(kind Kind, ud string) ([]metav1.Object, error) {
+	opts := metav1.ListOptions{LabelSelector: labels.Set{v1alpha1.LabelUnitedDeploymentName: ud}.String()}
+	var out []metav1.Object
+	switch kind.Name {
+	case TApp.Name:
+		list, err := t.client.Resource(kind.Resource).Namespace(t.ns).List(t.ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, withKind(&list.Items[i], kind.Resource.GroupVersion().String(), kind.Name))
+		}
+	case Deployment.Name:
+		list, err := t.kube.AppsV1().Deployments(t.ns).List(t.ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	case StatefulSet.Name:
+		list, err := t.kube.AppsV1().StatefulSets(t.ns).List(t.ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("no subset workloads of kind %s", kind.Name)
+	}
+	return out, nil
+}
+
 func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 	var c v1alpha1.Canary
 	if err := fromUnstructured(obj, &c); err != nil {
 		return nil, err
 	}
-	root := workloadNode(Canary, obj, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
+	st, stErr := RolloutStatusOf(Canary, obj)
+	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
 	if len(c.Status.Batches) > 0 {
 		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
 		for _, b := range c.Status.Batches {
@@ -435,7 +504,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		root.Children = append(root.Children, batches)
 	}
 	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {
-		obj, err := t.client.Resource(Deployment.Resource).Namespace(t.ns).Get(t.ctx, d.name, metav1.GetOptions{})
+		deploy, err := t.kube.AppsV1().Deployments(t.ns).Get(t.ctx, d.name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			root.Children = append(root.Children, &Node{Name: Deployment.Short + "/" + d.name, Status: "NotFound", Info: d.role})
@@ -443,7 +512,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		case err != nil:
 			return nil, fmt.Errorf("reading its %s Deployment %q: %w", d.role, d.name, err)
 		}
-		n, err := t.deployment(obj, false)
+		n, err := t.deployment(deploy, deploy, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
 		}
@@ -454,13 +523,10 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 }
 
 // deployment draws a Deployment; with revisions, its ReplicaSets (one per revision) hold its
-// pods, otherwise the pods hang from the Deployment directly.
-func (t *treeReader) deployment(obj *unstructured.Unstructured, revisions bool) (*Node, error) {
-	var d appsv1.Deployment
-	if err := fromUnstructured(obj, &d); err != nil {
-		return nil, err
-	}
-	root := workloadNode(Deployment, obj, d.Status.ReadyReplicas, deref(d.Spec.Replicas, 1))
+// pods, otherwise the pods hang from the Deployment directly. obj is the Deployment as read, for
+// output.
+func (t *treeReader) deployment(d *appsv1.Deployment, obj runtime.Object, revisions bool) (*Node, error) {
+	root := workloadNode(Deployment, obj, d, deploymentRollout(d), nil, d.Status.ReadyReplicas, deref(d.Spec.Replicas, 1))
 	sel, err := selectorOf(d.Spec.Selector, nil)
 	if err != nil {
 		return nil, err
@@ -468,23 +534,19 @@ func (t *treeReader) deployment(obj *unstructured.Unstructured, revisions bool) 
 	if sel.Empty() {
 		return nil, fmt.Errorf("its selector is empty: it would select every pod in the namespace")
 	}
-	rsList, err := t.client.Resource(replicaSetsResource).Namespace(t.ns).List(t.ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	rsList, err := t.kube.AppsV1().ReplicaSets(t.ns).List(t.ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing its ReplicaSets: %w", err)
 	}
 	type rsItem struct {
-		obj      *unstructured.Unstructured
-		rs       appsv1.ReplicaSet
+		rs       *appsv1.ReplicaSet
 		revision int
 	}
 	var sets []rsItem
 	owned := map[types.UID]int{}
 	for i := range rsList.Items {
-		it := rsItem{obj: withKind(&rsList.Items[i], "apps/v1", "ReplicaSet")}
-		if err := fromUnstructured(it.obj, &it.rs); err != nil {
-			return nil, err
-		}
-		if !controlledBy(&it.rs, d.UID) {
+		it := rsItem{rs: &rsList.Items[i]}
+		if !controlledBy(it.rs, d.UID) {
 			continue
 		}
 		it.revision, _ = strconv.Atoi(it.rs.Annotations["deployment.kubernetes.io/revision"])
@@ -500,7 +562,7 @@ func (t *treeReader) deployment(obj *unstructured.Unstructured, revisions bool) 
 	}
 	byRS := make([][]*Node, len(sets))
 	for _, p := range pods {
-		ref := metav1.GetControllerOfNoCopy(&p.pod)
+		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil {
 			continue
 		}
@@ -518,7 +580,7 @@ func (t *treeReader) deployment(obj *unstructured.Unstructured, revisions bool) 
 		if deref(s.rs.Spec.Replicas, 0) == 0 && len(byRS[i]) == 0 {
 			continue // an old revision kept for undo, with nothing running
 		}
-		n := &Node{Object: s.obj, Name: "rs/" + s.rs.Name, Ready: fmt.Sprintf("%d/%d", s.rs.Status.ReadyReplicas, deref(s.rs.Spec.Replicas, 0)),
+		n := &Node{Object: s.rs, Name: "rs/" + s.rs.Name, Ready: fmt.Sprintf("%d/%d", s.rs.Status.ReadyReplicas, deref(s.rs.Spec.Replicas, 0)),
 			Created: s.rs.CreationTimestamp.Time, Info: fmt.Sprintf("revision %d", s.revision), Children: byRS[i]}
 		if i == 0 {
 			n.Info += " (newest)"
@@ -528,13 +590,10 @@ func (t *treeReader) deployment(obj *unstructured.Unstructured, revisions bool) 
 	return root, nil
 }
 
-// statefulSet draws a StatefulSet's pods; with revisions, grouped by the revision they run.
-func (t *treeReader) statefulSet(obj *unstructured.Unstructured, revisions bool) (*Node, error) {
-	var s appsv1.StatefulSet
-	if err := fromUnstructured(obj, &s); err != nil {
-		return nil, err
-	}
-	root := workloadNode(StatefulSet, obj, s.Status.ReadyReplicas, deref(s.Spec.Replicas, 1))
+// statefulSet draws a StatefulSet's pods; with revisions, grouped by the revision they run. obj
+// is the StatefulSet as read, for output.
+func (t *treeReader) statefulSet(s *appsv1.StatefulSet, obj runtime.Object, revisions bool) (*Node, error) {
+	root := workloadNode(StatefulSet, obj, s, statefulSetRollout(s), nil, s.Status.ReadyReplicas, deref(s.Spec.Replicas, 1))
 	sel, err := selectorOf(s.Spec.Selector, nil)
 	if err != nil {
 		return nil, err
@@ -545,14 +604,14 @@ func (t *treeReader) statefulSet(obj *unstructured.Unstructured, revisions bool)
 	}
 	byRev := map[string][]*Node{}
 	for _, p := range pods {
-		if s.UID != "" && !controlledBy(&p.pod, s.UID) {
+		if s.UID != "" && !controlledBy(p, s.UID) {
 			continue
 		}
 		if !revisions {
 			root.Children = append(root.Children, podNode(p))
 			continue
 		}
-		rev := p.pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 		byRev[rev] = append(byRev[rev], podNode(p))
 	}
 	var revs []string

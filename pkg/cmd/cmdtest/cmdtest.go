@@ -1,8 +1,13 @@
 // Package cmdtest runs plugin commands in tests the way a person runs them: through the real
-// cobra command, against a fake dynamic client holding the given objects, capturing what the
-// command printed, the one-line error it exited with, and every API action it sent. Tests compare
-// that transcript with a golden file (testdata/<name>.golden; `go test ./pkg/cmd/... -update`
+// cobra command, against a fake cluster holding the given objects, capturing what the command
+// printed, the one-line error it exited with, and every API action it sent. Tests compare that
+// transcript with a golden file (testdata/<name>.golden; `go test ./pkg/cmd/... -update`
 // rewrites them).
+//
+// The fake cluster is two fake clients seeded with the same objects: a dynamic client (every
+// object; what kubectl's test factory hands out as f.DynamicClient()) and a typed clientset (the
+// native objects; what workload.KubeClient(f) returns, through Factory.KubeClient). A command
+// may use either or both; the transcript lists their actions in the order they were sent.
 package cmdtest
 
 import (
@@ -13,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -20,8 +26,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	fakekube "k8s.io/client-go/kubernetes/fake"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
 	cmdtesting "k8s.io/kubectl/pkg/cmd/testing"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -47,6 +57,48 @@ type Result struct {
 	Actions []string
 	// Client holds the objects as the command left them.
 	Client *fakedynamic.FakeDynamicClient
+	// Kube is the typed clientset, holding the native objects (its writes are not reflected in
+	// Client, nor Client's in it).
+	Kube *fakekube.Clientset
+}
+
+// Factory is kubectl's test factory plus a typed clientset: it implements
+// workload.KubeClientGetter, so that workload.KubeClient(f) returns Kube.
+type Factory struct {
+	*cmdtesting.TestFactory
+	Kube *fakekube.Clientset
+}
+
+// KubeClient returns the fake typed clientset.
+func (f *Factory) KubeClient() (kubernetes.Interface, error) { return f.Kube, nil }
+
+// nativeObjects are the objects of objs the typed clientset's scheme knows (not our custom
+// resources, nor unstructured objects).
+func nativeObjects(objs []runtime.Object) []runtime.Object {
+	var out []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(runtime.Unstructured); ok {
+			continue
+		}
+		if _, _, err := kubescheme.Scheme.ObjectKinds(o); err == nil {
+			out = append(out, o.DeepCopyObject())
+		}
+	}
+	return out
+}
+
+// actionLog records the actions of both fake clients in the order they are sent.
+type actionLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// recorder is a reaction that records the action and lets the next reactor handle it.
+func (l *actionLog) recorder(a clienttesting.Action) (bool, runtime.Object, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, Describe(a))
+	return false, nil, nil
 }
 
 // Scheme knows our kinds and the native ones the plugin touches.
@@ -75,10 +127,11 @@ var listKinds = map[schema.GroupVersionResource]string{
 // Run runs the command built by newCmd with args, against a fake cluster holding objs.
 func Run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Result {
 	t.Helper()
-	tf := cmdtesting.NewTestFactory().WithNamespace(Namespace)
+	tf := &Factory{TestFactory: cmdtesting.NewTestFactory().WithNamespace(Namespace)}
 	defer tf.Cleanup()
 	client := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(Scheme(), listKinds, objs...)
 	tf.FakeDynamicClient = client
+	tf.Kube = fakekube.NewSimpleClientset(nativeObjects(objs)...)
 
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	var res Result
@@ -90,6 +143,19 @@ func Run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Res
 	defer cmdutil.DefaultBehaviorOnFatal()
 
 	cmd := newCmd(tf, streams)
+	// Recorders go first in both reaction chains, after any reactor the verb's constructor (or a
+	// test wrapping it) added, so that they see every action.
+	log := &actionLog{}
+	client.PrependReactor("*", "*", log.recorder)
+	client.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		_, _, err := log.recorder(a)
+		return false, nil, err
+	})
+	tf.Kube.PrependReactor("*", "*", log.recorder)
+	tf.Kube.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		_, _, err := log.recorder(a)
+		return false, nil, err
+	})
 	// A nil slice would make cobra read the test binary's own os.Args.
 	cmd.SetArgs(append([]string{}, args...))
 	cmd.SetOut(out)
@@ -106,10 +172,10 @@ func Run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Res
 			res.Fatal, res.Code = "error: "+err.Error(), 1
 		}
 	}()
-	res.Out, res.ErrOut, res.Client = out.String(), errOut.String(), client
-	for _, a := range client.Actions() {
-		res.Actions = append(res.Actions, Describe(a))
-	}
+	res.Out, res.ErrOut, res.Client, res.Kube = out.String(), errOut.String(), client, tf.Kube
+	log.mu.Lock()
+	res.Actions = append([]string(nil), log.lines...)
+	log.mu.Unlock()
 	return res
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -62,6 +63,8 @@ type Options struct {
 	Ref       workload.Ref
 	Namespace string
 	Client    dynamic.Interface
+	// Kube reads native objects (pods, ReplicaSets, Deployments, StatefulSets), as protobuf.
+	Kube kubernetes.Interface
 
 	genericiooptions.IOStreams
 }
@@ -103,7 +106,10 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
 		return err
 	}
-	o.Client, err = f.DynamicClient()
+	if o.Client, err = f.DynamicClient(); err != nil {
+		return err
+	}
+	o.Kube, err = workload.KubeClient(f)
 	return err
 }
 
@@ -116,12 +122,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tree, err := workload.Tree(ctx, o.Client, o.Namespace, o.Ref, obj)
+	tree, err := workload.Tree(ctx, o.Client, o.Kube, o.Namespace, o.Ref, obj)
 	if err != nil {
 		return err
 	}
 	if o.Printer != nil {
-		return o.Printer.PrintObj(workload.AsList(tree.Objects()), o.Out)
+		list, err := tree.List()
+		if err != nil {
+			return err
+		}
+		return o.Printer.PrintObj(list, o.Out)
 	}
 	return PrintTree(o.Out, tree)
 }

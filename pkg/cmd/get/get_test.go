@@ -1,6 +1,7 @@
 package get
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,32 @@ func TestEmptySelectorIsRefused(t *testing.T) {
 	for _, a := range res.Actions {
 		if strings.HasPrefix(a, "list pods") {
 			t.Errorf("listed pods with an empty selector: %s", a)
+		}
+	}
+}
+
+// Native objects (pods, ReplicaSets, Deployments, StatefulSets) are read with the typed
+// clientset, which speaks protobuf to a real API server; only our custom resources and the
+// workload named on the command line go through the dynamic client.
+func TestGetReadsNativeObjectsTyped(t *testing.T) {
+	objs := append(append(append(tappObjects(), udObjects()...), canaryObjects()...), stsObjects()...)
+	for _, args := range [][]string{{"tapp/web"}, {"ud/orders"}, {"canary/checkout"}, {"sts/db"}} {
+		res := cmdtest.Run(t, NewCmdGet, objs, args...)
+		if res.Code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, res.Code, res.Fatal)
+		}
+		// The first action reads the workload itself (for sts/db, a StatefulSet).
+		for _, a := range res.Client.Actions()[1:] {
+			if r := a.GetResource().Resource; r == "pods" || r == "replicasets" || r == "deployments" || r == "statefulsets" {
+				t.Errorf("%v: %s %s read through the dynamic client", args, a.GetVerb(), r)
+			}
+		}
+		var typed []string
+		for _, a := range res.Kube.Actions() {
+			typed = append(typed, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+		if !slices.Contains(typed, "list pods") {
+			t.Errorf("%v: the typed clientset did not list pods: %v", args, typed)
 		}
 	}
 }

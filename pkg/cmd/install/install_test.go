@@ -16,7 +16,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clienttesting "k8s.io/client-go/testing"
-	cmdtesting "k8s.io/kubectl/pkg/cmd/testing"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -27,7 +26,7 @@ import (
 // not): the applied object is returned as is.
 func withApply(newCmd cmdtest.NewCmd) cmdtest.NewCmd {
 	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-		f.(*cmdtesting.TestFactory).FakeDynamicClient.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			p := a.(clienttesting.PatchAction)
 			if p.GetPatchType() != types.ApplyPatchType {
 				return false, nil, nil

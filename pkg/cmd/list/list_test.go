@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clienttesting "k8s.io/client-go/testing"
-	cmdtesting "k8s.io/kubectl/pkg/cmd/testing"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/utils/ptr"
 
@@ -52,14 +51,14 @@ func objects() []runtime.Object {
 
 // withoutCanaries serves no Canary resource, as a cluster with an older CRD set.
 func withoutCanaries(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	f.(*cmdtesting.TestFactory).FakeDynamicClient.PrependReactor("list", "canaries", func(clienttesting.Action) (bool, runtime.Object, error) {
+	f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("list", "canaries", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(v1alpha1.Resource("canaries"), "")
 	})
 	return NewCmdList(f, streams)
 }
 
 func withNothing(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	f.(*cmdtesting.TestFactory).FakeDynamicClient.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(v1alpha1.Resource(a.GetResource().Resource), "")
 	})
 	return NewCmdList(f, streams)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clienttesting "k8s.io/client-go/testing"
-	cmdtesting "k8s.io/kubectl/pkg/cmd/testing"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/utils/ptr"
 
@@ -246,7 +245,7 @@ type watchStep struct {
 // holds the last object it delivered, as a real one would on the relist.
 func withWatches(t *testing.T, resource string, steps ...watchStep) cmdtest.NewCmd {
 	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-		client := f.(*cmdtesting.TestFactory).FakeDynamicClient
+		client := f.(*cmdtest.Factory).FakeDynamicClient
 		var mu sync.Mutex
 		n := 0
 		client.PrependWatchReactor(resource, func(action clienttesting.Action) (bool, watch.Interface, error) {
