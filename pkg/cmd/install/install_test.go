@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	canaryctrl "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
 )
 
 // withApply makes the fake cluster accept server-side apply (the fake client's tracker does
@@ -173,6 +176,64 @@ func installed(t *testing.T, objs ...runtime.Object) []runtime.Object {
 	return objs
 }
 
+// workloads are a TApp, a Canary (with the agent's finalizer) and a UnitedDeployment with a
+// subset TApp it controls.
+func workloads() []runtime.Object {
+	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "games"}}
+	canary := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop", Finalizers: []string{CanaryFinalizer}}}
+	ud := &v1alpha1.UnitedDeployment{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: "uid-orders"}}
+	subset := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "orders-zone-a-x7k2p", Namespace: "shop",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.workload.dev/v1alpha1", Kind: "UnitedDeployment", Name: "orders", UID: "uid-orders", Controller: ptrTo(true)}}}}
+	return []runtime.Object{tapp, canary, ud, subset}
+}
+
+var (
+	canaries = v1alpha1.SchemeGroupVersion.WithResource("canaries")
+	tapps    = v1alpha1.SchemeGroupVersion.WithResource("tapps")
+)
+
+// withAgentAndGC makes the fake cluster behave as a cluster with the workload-agent and the
+// garbage collector: a deleted Canary is held by its finalizer (it gets a deletionTimestamp)
+// until the agent releases it, which it does on the release-th list of canaries after the
+// delete (never, when release is 0); a deleted UnitedDeployment's TApps go with it.
+func withAgentAndGC(newCmd cmdtest.NewCmd, release int) cmdtest.NewCmd {
+	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+		client := f.(*cmdtest.Factory).FakeDynamicClient
+		tracker := client.Tracker()
+		deleted, lists := false, 0
+		client.PrependReactor("delete", "canaries", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			d := a.(clienttesting.DeleteAction)
+			if len(d.GetDeleteOptions().DryRun) > 0 {
+				return false, nil, nil
+			}
+			obj, err := tracker.Get(canaries, d.GetNamespace(), d.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			m, _ := apimeta.Accessor(obj)
+			m.SetDeletionTimestamp(ptrTo(metav1.Now()))
+			deleted = true
+			return true, nil, tracker.Update(canaries, obj, d.GetNamespace())
+		})
+		client.PrependReactor("list", "canaries", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if deleted {
+				if lists++; lists == release {
+					_ = tracker.Delete(canaries, "shop", "checkout")
+				}
+			}
+			return false, nil, nil
+		})
+		client.PrependReactor("delete", "uniteddeployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			d := a.(clienttesting.DeleteAction)
+			if len(d.GetDeleteOptions().DryRun) == 0 {
+				_ = tracker.Delete(tapps, "shop", "orders-zone-a-x7k2p")
+			}
+			return false, nil, nil
+		})
+		return newCmd(f, streams)
+	}
+}
+
 func TestUninstall(t *testing.T) {
 	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "games"}}
 	canary := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop"}}
@@ -180,21 +241,57 @@ func TestUninstall(t *testing.T) {
 		name string
 		objs []runtime.Object
 		args []string
+		// release: the list of canaries (after the delete) on which the agent releases the
+		// Canary; 0: never. poll: how often --force checks.
+		release int
+		poll    time.Duration
 	}{
-		{"uninstall", installed(t), nil},
-		{"uninstall-nothing-installed", nil, nil},
-		{"uninstall-dry-run-client", installed(t), []string{"--dry-run=client"}},
-		{"uninstall-dry-run-server", installed(t), []string{"--dry-run=server"}},
-		{"uninstall-keep-crds", installed(t, tapp), []string{"--keep-crds"}},
-		{"uninstall-force", installed(t, tapp, canary), []string{"--force"}},
-		{"error-workloads-exist", installed(t, tapp, canary), nil},
-		{"error-keep-crds-and-force", installed(t), []string{"--keep-crds", "--force"}},
+		{"uninstall", installed(t), nil, 0, 0},
+		{"uninstall-nothing-installed", nil, nil, 0, 0},
+		{"uninstall-dry-run-client", installed(t), []string{"--dry-run=client"}, 0, 0},
+		{"uninstall-dry-run-server", installed(t), []string{"--dry-run=server"}, 0, 0},
+		{"uninstall-keep-crds", installed(t, tapp), []string{"--keep-crds"}, 0, 0},
+		{"uninstall-force", installed(t, tapp, canary), []string{"--force"}, 1, time.Millisecond},
+		{"uninstall-force-waits-for-the-agent", installed(t, workloads()...), []string{"--force"}, 3, time.Millisecond},
+		{"uninstall-force-dry-run-client", installed(t, workloads()...), []string{"--force", "--dry-run=client"}, 0, 0},
+		{"uninstall-force-dry-run-server", installed(t, workloads()...), []string{"--force", "--dry-run=server"}, 0, 0},
+		// One check (the next would come after an hour), then the timeout.
+		{"error-force-timeout", installed(t, workloads()...), []string{"--force", "--timeout=50ms"}, 0, time.Hour},
+		{"error-workloads-exist", installed(t, tapp, canary), nil, 0, 0},
+		{"error-keep-crds-and-force", installed(t), []string{"--keep-crds", "--force"}, 0, 0},
+		{"error-timeout-zero", installed(t), []string{"--force", "--timeout=0"}, 0, 0},
 	}
+	defer func(p time.Duration) { pollInterval = p }(pollInterval)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := cmdtest.Run(t, NewCmdUninstall, tt.objs, tt.args...)
+			pollInterval = tt.poll
+			res := cmdtest.Run(t, withAgentAndGC(NewCmdUninstall, tt.release), tt.objs, tt.args...)
 			cmdtest.Golden(t, tt.name, transcript(res))
 		})
+	}
+}
+
+// When the workloads are not gone in time, neither the agent nor the CRDs are deleted: the
+// agent is what releases the Canaries.
+func TestUninstallForceTimeoutDeletesNothingElse(t *testing.T) {
+	defer func(p time.Duration) { pollInterval = p }(pollInterval)
+	pollInterval = time.Hour
+	res := cmdtest.Run(t, withAgentAndGC(NewCmdUninstall, 0), installed(t, workloads()...), "--force", "--timeout=50ms")
+	if res.Code != 1 || !strings.Contains(res.Fatal, "canary shop/checkout (finalizer "+CanaryFinalizer+") left") {
+		t.Fatalf("exit %d %q", res.Code, res.Fatal)
+	}
+	for _, a := range res.Actions {
+		if strings.HasPrefix(a, "delete ") && !strings.HasPrefix(a, "delete uniteddeployments/") &&
+			!strings.HasPrefix(a, "delete canaries/") && !strings.HasPrefix(a, "delete tapps/") {
+			t.Errorf("deleted %s although the workloads were not gone", a)
+		}
+	}
+}
+
+// The finalizer uninstall waits for is the one the Canary controller puts on.
+func TestCanaryFinalizerIsTheControllers(t *testing.T) {
+	if CanaryFinalizer != canaryctrl.FinalizerOrphanCanary {
+		t.Errorf("CanaryFinalizer %q, the Canary controller's %q", CanaryFinalizer, canaryctrl.FinalizerOrphanCanary)
 	}
 }
 

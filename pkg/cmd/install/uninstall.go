@@ -3,11 +3,15 @@ package install
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -22,11 +26,23 @@ var (
 		workload-system namespace) and the CustomResourceDefinitions.
 
 		Deleting a CRD deletes every object of its kind, and the garbage collector then deletes
-		what they own: the pods of every TApp, the subset workloads of every UnitedDeployment, the
-		canary Deployments. So uninstall refuses to delete the CRDs while a TApp,
-		UnitedDeployment or Canary exists anywhere in the cluster. Delete them first, keep the
-		CRDs with --keep-crds (the workloads stay, unmanaged, until the agent is back), or pass
-		--force to delete them all.
+		what they own: the pods of every TApp, the subset workloads of every UnitedDeployment. So
+		uninstall refuses to delete the CRDs while a TApp, UnitedDeployment or Canary exists
+		anywhere in the cluster. Delete them first, keep the CRDs with --keep-crds (the workloads
+		stay, unmanaged, until the agent is back), or pass --force to delete them all.
+
+		--force deletes every UnitedDeployment, Canary and TApp first, while the agent still
+		runs, and waits (up to --timeout) until they are gone; only then does it remove the agent
+		and the CRDs. Every Canary carries the finalizer
+		apps.workload.dev/orphan-canary-deployment: the agent removes it once it has taken the
+		canary Deployment out of the Canary's ownership, so the canary Deployment (and its pods)
+		is kept, as when a Canary is deleted by hand. If the workloads are not gone in time (the
+		agent is not running, for instance), uninstall stops with an error naming them, having
+		deleted nothing else; start the agent and run it again, or remove a Canary's finalizer
+		yourself, knowing that the garbage collector then deletes its canary Deployment.
+
+		With --keep-crds, Canaries keep their finalizer: one deleted while the agent is away stays
+		until the agent is back.
 
 		Like kubectl delete, uninstall does not ask for confirmation; --dry-run=client shows
 		what it would delete. Objects already gone are reported and skipped.`)
@@ -38,16 +54,28 @@ var (
 		# Remove only the agent, keeping the CRDs and the workloads
 		kubectl workload uninstall --keep-crds
 
+		# Delete every TApp, UnitedDeployment and Canary too, then the agent and the CRDs
+		kubectl workload uninstall --force --timeout=5m
+
 		# Show what would be deleted
 		kubectl workload uninstall --dry-run=client`)
 )
+
+// CanaryFinalizer is the finalizer the agent's Canary controller puts on every Canary
+// (pkg/controller/canary.FinalizerOrphanCanary; a test checks they agree).
+const CanaryFinalizer = "apps.workload.dev/orphan-canary-deployment"
+
+// pollInterval is how often uninstall --force checks whether the workloads are gone.
+var pollInterval = time.Second
 
 // UninstallOptions holds what uninstall needs.
 type UninstallOptions struct {
 	KeepCRDs bool
 	Force    bool
-	DryRun   cmdutil.DryRunStrategy
-	Client   dynamic.Interface
+	// Timeout bounds the wait, with --force, for the workloads to be gone.
+	Timeout time.Duration
+	DryRun  cmdutil.DryRunStrategy
+	Client  dynamic.Interface
 
 	genericiooptions.IOStreams
 }
@@ -68,7 +96,8 @@ func NewCmdUninstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cob
 		},
 	}
 	cmd.Flags().BoolVar(&o.KeepCRDs, "keep-crds", false, "Remove only the agent; keep the CRDs and every TApp, UnitedDeployment and Canary.")
-	cmd.Flags().BoolVar(&o.Force, "force", false, "Delete the CRDs even though workloads exist: deletes every TApp, UnitedDeployment and Canary and what they own.")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Delete the CRDs even though workloads exist: first deletes every UnitedDeployment, Canary and TApp (and what they own, except canary Deployments, which the agent keeps) and waits until they are gone, while the agent still runs.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "With --force, how long to wait for the workloads to be gone before giving up (nothing else is deleted then).")
 	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
@@ -80,6 +109,9 @@ func (o *UninstallOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args 
 	}
 	if o.KeepCRDs && o.Force {
 		return fmt.Errorf("--force deletes the CRDs and --keep-crds keeps them: choose one")
+	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
 	}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
@@ -100,6 +132,12 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	}
 	if !o.KeepCRDs && !o.Force {
 		if err := o.refuseWhileWorkloadsExist(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Force {
+		// While the agent still runs: it releases every Canary's finalizer.
+		if err := o.deleteWorkloads(ctx, agentDeployment(objs)); err != nil {
 			return err
 		}
 	}
@@ -180,6 +218,145 @@ func (o *UninstallOptions) refuseWhileWorkloadsExist(ctx context.Context) error 
 	}
 	return fmt.Errorf("refusing to delete the CRDs while workloads exist (%s; see kubectl workload list -A): deleting a CRD deletes its workloads and their pods; delete them first, keep the CRDs with --keep-crds, or pass --force",
 		strings.Join(found, ", "))
+}
+
+// deleteOrder is the order --force deletes our kinds in: UnitedDeployments first (they would
+// re-create their subset TApps), Canaries, then TApps.
+var deleteOrder = []workload.Kind{workload.UnitedDeployment, workload.Canary, workload.TApp}
+
+// deleteWorkloads deletes every UnitedDeployment, Canary and TApp in the cluster and waits until
+// they are gone. A Canary goes only once the agent has removed its finalizer (after releasing
+// the canary Deployment, which stays); TApps a UnitedDeployment controls are left to the
+// garbage collector. On timeout it fails, naming what is left, and the caller deletes nothing
+// more.
+func (o *UninstallOptions) deleteWorkloads(ctx context.Context, agent *unstructured.Unstructured) error {
+	suffix := ""
+	opts := metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}
+	switch o.DryRun {
+	case cmdutil.DryRunClient:
+		suffix = " (dry run)"
+	case cmdutil.DryRunServer:
+		suffix = " (server dry run)"
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	n := 0
+	for _, k := range deleteOrder {
+		items, err := o.listAll(ctx, k)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			name := fmt.Sprintf("%s %s/%s", k.Short, item.GetNamespace(), item.GetName())
+			if k.Name == workload.TApp.Name && controlledByUnitedDeployment(&item) {
+				continue // the garbage collector deletes it with its UnitedDeployment
+			}
+			n++
+			if item.GetDeletionTimestamp() != nil {
+				fmt.Fprintf(o.Out, "%s is being deleted\n", name)
+				continue
+			}
+			if o.DryRun == cmdutil.DryRunClient {
+				fmt.Fprintf(o.Out, "%s deleted%s\n", name, suffix)
+				continue
+			}
+			err := o.Client.Resource(k.Resource).Namespace(item.GetNamespace()).Delete(ctx, item.GetName(), opts)
+			switch {
+			case apierrors.IsNotFound(err):
+				n--
+			case err != nil:
+				return fmt.Errorf("deleting %s: %w", name, err)
+			default:
+				fmt.Fprintf(o.Out, "%s deleted%s\n", name, suffix)
+			}
+		}
+	}
+	if n == 0 || o.DryRun != cmdutil.DryRunNone {
+		return nil
+	}
+	fmt.Fprintf(o.Out, "waiting up to %v for the workloads to be gone (the workload-agent releases each Canary once it has kept its canary Deployment)\n", o.Timeout)
+	var left []string
+	// The checks use ctx, not the poll's context: a list near the deadline would otherwise fail
+	// in the client's rate limiter ("would exceed context deadline") instead of just finishing.
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, o.Timeout, true, func(context.Context) (bool, error) {
+		left = left[:0]
+		for _, k := range deleteOrder {
+			items, err := o.listAll(ctx, k)
+			if err != nil {
+				return false, err
+			}
+			for _, item := range items {
+				name := fmt.Sprintf("%s %s/%s", k.Short, item.GetNamespace(), item.GetName())
+				if slices.Contains(item.GetFinalizers(), CanaryFinalizer) {
+					name += " (finalizer " + CanaryFinalizer + ")"
+				}
+				left = append(left, name)
+			}
+		}
+		return len(left) == 0, nil
+	})
+	switch {
+	case err == nil:
+		_, err := fmt.Fprintln(o.Out, "every TApp, UnitedDeployment and Canary is gone")
+		return err
+	case !wait.Interrupted(err):
+		return err
+	}
+	if len(left) > 5 {
+		left = append(left[:5], fmt.Sprintf("and %d more", len(left)-5))
+	}
+	return fmt.Errorf("timed out after %v waiting for the workloads to be gone: %s left; the agent, the CRDs and everything else were not deleted. "+
+		"The workload-agent removes a Canary's finalizer once it has kept its canary Deployment: check that it runs (%s) and run uninstall --force again; "+
+		"or remove the finalizer yourself (kubectl patch canary NAME -n NAMESPACE --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'), "+
+		"and the garbage collector deletes the canary Deployment with the Canary",
+		o.Timeout, strings.Join(left, ", "), o.agentState(ctx, agent))
+}
+
+// listAll lists a kind in every namespace; a kind whose CRD is not installed has none.
+func (o *UninstallOptions) listAll(ctx context.Context, k workload.Kind) ([]unstructured.Unstructured, error) {
+	list, err := o.Client.Resource(k.Resource).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing %s: %w", k.Resource.GroupResource(), err)
+	}
+	return list.Items, nil
+}
+
+func controlledByUnitedDeployment(obj *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == workload.UnitedDeployment.Name
+}
+
+// agentDeployment is the agent's Deployment among the manifests.
+func agentDeployment(objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	for _, obj := range objs {
+		if obj.GetKind() == "Deployment" {
+			return obj
+		}
+	}
+	return nil
+}
+
+// agentState says how the agent's Deployment is, for the timeout message.
+func (o *UninstallOptions) agentState(ctx context.Context, agent *unstructured.Unstructured) string {
+	if agent == nil {
+		return "is the workload-agent running?"
+	}
+	where := fmt.Sprintf("kubectl get deployment %s -n %s", agent.GetName(), agent.GetNamespace())
+	r, err := resourceOf(agent)
+	if err != nil {
+		return where
+	}
+	d, err := o.Client.Resource(r.gvr).Namespace(agent.GetNamespace()).Get(ctx, agent.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return where + ": not found, so the agent runs elsewhere or not at all"
+	case err != nil:
+		return where
+	}
+	available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas")
+	return fmt.Sprintf("%s: %d available", where, available)
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -12,8 +12,8 @@ import (
 // `kubectl workload` runs it, with kubectl's usage of the plugin's name in its help.
 func TestKubectlFindsThePlugin(t *testing.T) {
 	e := setup(t)
-	dir := pluginPath(t)
-	cmd := exec.CommandContext(e.ctx, e.kubectl, "plugin", "list")
+	dir := e.run.PluginDir
+	cmd := exec.CommandContext(e.ctx, e.run.Kubectl, "plugin", "list")
 	cmd.Env = []string{"PATH=" + dir, "HOME=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()
 	t.Logf("$ PATH=%s kubectl plugin list\n%s", dir, out)
@@ -22,7 +22,7 @@ func TestKubectlFindsThePlugin(t *testing.T) {
 	}
 	e.ok("kubectl-workload ", "version")
 	r := e.ok("kubectl workload status TYPE/NAME", "status", "--help")
-	if !strings.Contains(r.out, "kubectl workload status canary/checkout -w --timeout=10m --success-on-pause") {
-		t.Fatalf("status --help lacks its examples:\n%s", r.out)
+	if !strings.Contains(r.Out, "kubectl workload status canary/checkout -w --timeout=10m --success-on-pause") {
+		t.Fatalf("status --help lacks its examples:\n%s", r.Out)
 	}
 }

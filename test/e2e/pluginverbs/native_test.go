@@ -40,8 +40,8 @@ func TestNativeWorkloads(t *testing.T) {
 	e.ok("sts/db image updated: main=postgres:16 (was postgres:15)", "set", "image", "sts/db", "main=postgres:16")
 	e.eventually("db updated", stsSettled)
 	r := e.ok("main=postgres:16", "history", "sts/db")
-	if lines := strings.Split(strings.TrimSpace(r.out), "\n"); len(lines) != 3 || !strings.Contains(lines[2], "*") {
-		t.Fatalf("history:\n%s", r.out)
+	if lines := strings.Split(strings.TrimSpace(r.Out), "\n"); len(lines) != 3 || !strings.Contains(lines[2], "*") {
+		t.Fatalf("history:\n%s", r.Out)
 	}
 	e.ok("sts/db partition set to 1 (was 0)", "set-partition", "sts/db", "1")
 	e.fails("sts/db: partition 3 is above its replicas (2)", workload.StatefulSet, "db", "set-partition", "sts/db", "3")

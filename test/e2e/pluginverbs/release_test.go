@@ -53,7 +53,7 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 	// status -w is started before the release begins: the agent is not running yet, so the
 	// Canary has no status, and the first line says so.
 	ref := "canary/" + name
-	follow := e.start("status", "-w", ref, "--timeout=5m")
+	follow := e.run.Start("status", "-w", ref, "--timeout=5m")
 
 	phase := func(want v1alpha1.CanaryPhase, batch int32) func() (bool, string) {
 		return func() (bool, string) {
@@ -81,14 +81,14 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 		e.eventually(fmt.Sprintf("status -w to show the pause at batch %d", batch), printed(fmt.Sprintf("%s Paused: batch %d of 3,", ref, batch)))
 		// A one-shot status at the gate: paused is not done (exit 3), with a line per batch.
 		r := e.plugin("status", ref)
-		if r.code != 3 || !strings.HasPrefix(r.out, fmt.Sprintf("%s Paused: batch %d of 3,", ref, batch)) ||
-			!regexp.MustCompile(fmt.Sprintf(`(?m)^  > batch %d/3 .* Paused$`, batch)).MatchString(r.out) {
-			t.Fatalf("status at the gate of batch %d: exit %d, output:\n%s", batch, r.code, r.out)
+		if r.Code != 3 || !strings.HasPrefix(r.Out, fmt.Sprintf("%s Paused: batch %d of 3,", ref, batch)) ||
+			!regexp.MustCompile(fmt.Sprintf(`(?m)^  > batch %d/3 .* Paused$`, batch)).MatchString(r.Out) {
+			t.Fatalf("status at the gate of batch %d: exit %d, output:\n%s", batch, r.Code, r.Out)
 		}
 		e.ok(fmt.Sprintf("%s promoted: batch %d of 3 approved", ref, batch), "promote", ref)
 	}
 
-	code, stderr := follow.wait(t)
+	code, stderr := follow.Wait(t, safety)
 	lines := follow.Lines()
 	if code != 0 || stderr != "" {
 		t.Fatalf("status -w exited %d (stderr %q) when the release ended; it printed:\n%s", code, stderr, strings.Join(lines, "\n"))
@@ -101,12 +101,12 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 	// The tree after the release: every batch completed, every pod on the canary Deployment.
 	r := e.ok(ref, "get", ref)
 	for b := 1; b <= 3; b++ {
-		if !regexp.MustCompile(fmt.Sprintf(`(?m)^│   [├└]── batch %d +Completed `, b)).MatchString(r.out) {
-			t.Errorf("get %s does not show batch %d completed:\n%s", ref, b, r.out)
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^│   [├└]── batch %d +Completed `, b)).MatchString(r.Out) {
+			t.Errorf("get %s does not show batch %d completed:\n%s", ref, b, r.Out)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^└── deploy/` + name + `-canary +4/4 `).MatchString(r.out) {
-		t.Errorf("get %s does not show the canary Deployment with 4 ready pods:\n%s", ref, r.out)
+	if !regexp.MustCompile(`(?m)^└── deploy/` + name + `-canary +4/4 `).MatchString(r.Out) {
+		t.Errorf("get %s does not show the canary Deployment with 4 ready pods:\n%s", ref, r.Out)
 	}
 }
 

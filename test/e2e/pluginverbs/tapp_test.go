@@ -53,8 +53,8 @@ func TestTAppVerbs(t *testing.T) {
 	// get shows the killed instances without a pod, and how to start them.
 	tree := e.ok("tapp/web", "get", "tapp/web")
 	for _, id := range []string{"1", "3"} {
-		if !regexp.MustCompile(`(?m)^[├└]── #` + id + ` \(no pod\) +Killed +killed \(kubectl workload start-instance to start it\)$`).MatchString(tree.out) {
-			t.Fatalf("get does not show instance %s killed:\n%s", id, tree.out)
+		if !regexp.MustCompile(`(?m)^[├└]── #` + id + ` \(no pod\) +Killed +killed \(kubectl workload start-instance to start it\)$`).MatchString(tree.Out) {
+			t.Fatalf("get does not show instance %s killed:\n%s", id, tree.Out)
 		}
 	}
 	e.ok("tapp/web: instance 3 is already killed", "kill-instance", "tapp", "web", "3")
@@ -95,8 +95,8 @@ func TestTAppVerbs(t *testing.T) {
 		t.Fatalf("web-0 runs %s although the partition holds it", img)
 	}
 	r := e.ok("spec.template", "history", "tapp/web")
-	if !strings.Contains(r.out, "main=nginx:1.27") || !strings.Contains(r.out, "main=nginx:1.28") {
-		t.Fatalf("history lacks a revision:\n%s", r.out)
+	if !strings.Contains(r.Out, "main=nginx:1.27") || !strings.Contains(r.Out, "main=nginx:1.28") {
+		t.Fatalf("history lacks a revision:\n%s", r.Out)
 	}
 	e.ok("tapp/web rolled back to its previous template (spec.template)", "undo", "tapp/web")
 	if img := image(e.get(workload.TApp, "web"), "spec", "template"); img != "nginx:1.27" {

@@ -66,9 +66,9 @@ func TestUnitedDeploymentZoneByZone(t *testing.T) {
 	// A pipeline's manual gate: status -w --success-on-pause succeeds on the rollout held by the
 	// partitions, naming them; a one-shot status says paused is not done (exit 3).
 	e.ok("ud/orders Paused: held by partitions zone-b=2, zone-c=2", "status", "-w", "ud/orders", "--success-on-pause", "--timeout=2m")
-	if r := e.plugin("status", "ud/orders"); r.code != 3 || !strings.Contains(r.out, "zone-a  2/2 ready  2/2 updated\n") ||
-		!strings.Contains(r.out, "zone-b  2/2 ready  0/2 updated  partition 2\n") {
-		t.Fatalf("status of a rollout held by partitions: exit %d, want 3 and a line per subset", r.code)
+	if r := e.plugin("status", "ud/orders"); r.Code != 3 || !strings.Contains(r.Out, "zone-a  2/2 ready  2/2 updated\n") ||
+		!strings.Contains(r.Out, "zone-b  2/2 ready  0/2 updated  partition 2\n") {
+		t.Fatalf("status of a rollout held by partitions: exit %d, want 3 and a line per subset", r.Code)
 	}
 	e.ok("ud/orders promoted: partition 0 on zone-b", "promote", "ud/orders", "--subset", "zone-b")
 	e.eventually("zone-b updated, zone-c held", updated(map[string]int32{"zone-a": 2, "zone-b": 2, "zone-c": 0}))
@@ -77,8 +77,8 @@ func TestUnitedDeploymentZoneByZone(t *testing.T) {
 	e.ok("ud/orders: subsets zone-a, zone-b, zone-c are already at partition 0", "promote", "ud/orders", "--all")
 
 	r := e.ok("main=nginx:1.28", "history", "ud/orders")
-	if lines := strings.Split(strings.TrimSpace(r.out), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "main=nginx:1.27") || !strings.Contains(lines[2], "*") {
-		t.Fatalf("history:\n%s", r.out)
+	if lines := strings.Split(strings.TrimSpace(r.Out), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "main=nginx:1.27") || !strings.Contains(lines[2], "*") {
+		t.Fatalf("history:\n%s", r.Out)
 	}
 	e.ok("ud/orders rolled back to revision 1", "undo", "ud/orders")
 	if img := image(e.get(workload.UnitedDeployment, "orders"), "spec", "template", "statefulSetTemplate", "spec", "template"); img != "nginx:1.27" {
@@ -86,7 +86,7 @@ func TestUnitedDeploymentZoneByZone(t *testing.T) {
 	}
 	e.eventually("every zone back on the first template", updated(map[string]int32{"zone-a": 2, "zone-b": 2, "zone-c": 2}))
 	r = e.ok("*", "history", "ud/orders")
-	if lines := strings.Split(strings.TrimSpace(r.out), "\n"); len(lines) != 3 || !strings.Contains(lines[2], "main=nginx:1.27") || !strings.Contains(lines[2], "*") {
-		t.Fatalf("after undo the first revision should be the newest and current:\n%s", r.out)
+	if lines := strings.Split(strings.TrimSpace(r.Out), "\n"); len(lines) != 3 || !strings.Contains(lines[2], "main=nginx:1.27") || !strings.Contains(lines[2], "*") {
+		t.Fatalf("after undo the first revision should be the newest and current:\n%s", r.Out)
 	}
 }
