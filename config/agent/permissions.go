@@ -1,0 +1,149 @@
+// Package agent lists the API permissions the workload-agent needs, one per call it makes, with
+// the code that makes it. It is the reviewed counterpart of the RBAC manifests beside it
+// (cluster_role.yaml, leader_election.yaml):
+//
+//   - permissions_test.go checks that those manifests grant exactly this list (no cluster needed);
+//   - test/e2e/rbac runs the agent as its ServiceAccount with exactly those manifests on the local
+//     control plane, drives every controller through its paths, and checks in the API server's
+//     audit log that the agent was never refused and used every permission of this list (but
+//     for the few its allow-list names, with the reason the test cannot reach them).
+//
+// Adding an API call to the agent means adding its permission here and to the manifests; the
+// three must agree.
+package agent
+
+import "fmt"
+
+// Namespace is where the agent runs and where its leader election Lease lives.
+const Namespace = "workload-system"
+
+// Permission is one verb on one resource.
+type Permission struct {
+	// Group is the API group ("" for the core group).
+	Group string
+	// Resource is the resource, with "/subresource" when there is one ("pods/status").
+	Resource string
+	// Verb is the RBAC verb (get, list, watch, create, update, patch, delete).
+	Verb string
+	// Namespace is empty for a permission granted cluster-wide (ClusterRole and
+	// ClusterRoleBinding: every namespace, and cluster-scoped resources); otherwise the
+	// permission is granted by a Role in that namespace only.
+	Namespace string
+	// Why names the code that needs it.
+	Why string
+}
+
+// Key identifies a permission without its reason.
+type Key struct {
+	Group, Resource, Verb, Namespace string
+}
+
+// Key returns the permission's key.
+func (p Permission) Key() Key {
+	return Key{Group: p.Group, Resource: p.Resource, Verb: p.Verb, Namespace: p.Namespace}
+}
+
+func (k Key) String() string {
+	g := k.Group
+	if g == "" {
+		g = "core"
+	}
+	where := "cluster-wide"
+	if k.Namespace != "" {
+		where = "in namespace " + k.Namespace
+	}
+	return fmt.Sprintf("%s %s/%s (%s)", k.Verb, g, k.Resource, where)
+}
+
+const (
+	workloads = "apps.workload.dev"
+	apps      = "apps"
+	core      = ""
+)
+
+// Informers: every informer lists and watches all namespaces (or the one of --namespace). Since
+// client-go 1.35 an informer's first list is a watch with sendInitialEvents (WatchListClient); it
+// falls back to a plain list when the API server does not stream lists, and a reflector lists
+// again after some watch errors.
+const (
+	informerList  = "informer: initial list (and the fallback of a streaming watch list)"
+	informerWatch = "informer: watch"
+)
+
+// Permissions is every permission the agent needs: what cluster_role.yaml and
+// leader_election.yaml grant, no more.
+var Permissions = []Permission{
+	// TApps: the TApp controller's objects, and the UnitedDeployment controller's TApp subsets.
+	{workloads, "tapps", "list", "", informerList + " (pkg/controller/tapp, pkg/controller/uniteddeployment)"},
+	{workloads, "tapps", "watch", "", informerWatch},
+	{workloads, "tapps", "create", "", "uniteddeployment: TAppAdapter.Create, a subset TApp"},
+	{workloads, "tapps", "update", "", "uniteddeployment: TAppAdapter.Update (subset template, replicas, partition); tapp: pruneTemplates (autoDeleteUnusedTemplate)"},
+	{workloads, "tapps", "delete", "", "uniteddeployment: TAppAdapter.Delete, a subset removed from the topology"},
+	{workloads, "tapps/status", "update", "", "tapp: updateStatus"},
+	{workloads, "tapps/finalizers", "update", "", "tapp: pods and claims are created with a blocking controller reference to their TApp (OwnerReferencesPermissionEnforcement admission)"},
+
+	// UnitedDeployments.
+	{workloads, "uniteddeployments", "list", "", informerList},
+	{workloads, "uniteddeployments", "watch", "", informerWatch},
+	{workloads, "uniteddeployments/status", "update", "", "uniteddeployment: updateStatus"},
+	{workloads, "uniteddeployments/finalizers", "update", "", "uniteddeployment: subsets and ControllerRevisions are created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
+
+	// Canaries.
+	{workloads, "canaries", "list", "", informerList},
+	{workloads, "canaries", "watch", "", informerWatch},
+	{workloads, "canaries", "patch", "", "canary: addFinalizer, finalize (removes it), and the stable snapshot annotation (ensureSnapshot)"},
+	{workloads, "canaries/status", "update", "", "canary: status update at the end of a sync"},
+	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
+
+	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
+	{core, "pods", "list", "", informerList + " (managed-by label)"},
+	{core, "pods", "watch", "", informerWatch},
+	{core, "pods", "create", "", "tapp: createInstance"},
+	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},
+	{core, "pods", "patch", "", "tapp: updateInPlace (images and labels)"},
+	{core, "pods", "delete", "", "tapp: deletePods (scale down, kill, restart) and forceDeleteStuck"},
+	{core, "pods/status", "patch", "", "tapp: the in-place readiness gate condition (openGate, updateInPlace, markReady)"},
+
+	// PersistentVolumeClaims: TApp volumeClaimTemplates (informer filtered by the managed-by label).
+	{core, "persistentvolumeclaims", "list", "", informerList + " (managed-by label)"},
+	{core, "persistentvolumeclaims", "watch", "", informerWatch},
+	{core, "persistentvolumeclaims", "create", "", "tapp: createInstance, a claim of volumeClaimTemplates"},
+
+	// Nodes.
+	{core, "nodes", "get", "", "tapp: forceDeleteStuck reads the node of a pod stuck terminating (forceDeletePod)"},
+
+	// Events, recorded by every controller and by leader election (client-go record: create, then
+	// patch to count a repeated event).
+	{core, "events", "create", "", "every controller's Events"},
+	{core, "events", "patch", "", "a repeated Event: client-go's recorder patches its count"},
+
+	// StatefulSets: UnitedDeployment subsets.
+	{apps, "statefulsets", "list", "", informerList},
+	{apps, "statefulsets", "watch", "", informerWatch},
+	{apps, "statefulsets", "create", "", "uniteddeployment: StatefulSetAdapter.Create"},
+	{apps, "statefulsets", "update", "", "uniteddeployment: StatefulSetAdapter.Update"},
+	{apps, "statefulsets", "delete", "", "uniteddeployment: StatefulSetAdapter.Delete"},
+
+	// Deployments: UnitedDeployment subsets, and the Canary controller's canary and stable
+	// Deployments.
+	{apps, "deployments", "list", "", informerList},
+	{apps, "deployments", "watch", "", informerWatch},
+	{apps, "deployments", "get", "", "canary: orphanDeployments reads the canary Deployment from the API server before removing its owner reference"},
+	{apps, "deployments", "create", "", "uniteddeployment: DeploymentAdapter.Create; canary: createCanary"},
+	{apps, "deployments", "update", "", "uniteddeployment: DeploymentAdapter.Update; canary: updateCanaryTemplate"},
+	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted"},
+	{apps, "deployments", "delete", "", "uniteddeployment: DeploymentAdapter.Delete; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
+
+	// ControllerRevisions: the UnitedDeployment's template history.
+	{apps, "controllerrevisions", "list", "", informerList},
+	{apps, "controllerrevisions", "watch", "", informerWatch},
+	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache"},
+	{apps, "controllerrevisions", "create", "", "revision.History.Create"},
+	{apps, "controllerrevisions", "update", "", "revision.History.Renumber: the template came back to an older revision"},
+	{apps, "controllerrevisions", "delete", "", "revision.History.Delete: beyond revisionHistoryLimit"},
+
+	// Leader election (client-go leaderelection, LeaseLock), in the agent's namespace only.
+	{"coordination.k8s.io", "leases", "get", Namespace, "leader election: read the Lease"},
+	{"coordination.k8s.io", "leases", "create", Namespace, "leader election: the first agent creates the Lease"},
+	{"coordination.k8s.io", "leases", "update", Namespace, "leader election: acquire, renew and release the Lease"},
+}
