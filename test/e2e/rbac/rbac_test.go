@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -306,6 +307,23 @@ func waitCount(t *testing.T, ctx context.Context, what string, n int, count func
 	})
 }
 
+// owned counts the objects of a resource in ns that uid owns and that are not being deleted.
+func (e *env) owned(ns string, gvr schema.GroupVersionResource, uid types.UID) func(ctx context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		list, err := e.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, o := range list.Items {
+			if ownedBy(o.GetOwnerReferences(), uid) && o.GetDeletionTimestamp() == nil {
+				n++
+			}
+		}
+		return n, nil
+	}
+}
+
 func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
 	for _, r := range refs {
 		if r.UID == uid {
@@ -374,19 +392,7 @@ func (e *env) tappScenario(t *testing.T) {
 	}
 	e.waitRollout(t, workload.TApp, ns, "gs", workload.StateComplete)
 
-	countPods := func(ctx context.Context) (int, error) {
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=gs"})
-		if err != nil {
-			return 0, err
-		}
-		n := 0
-		for _, p := range list.Items {
-			if ownedBy(p.OwnerReferences, tapp.UID) && p.DeletionTimestamp == nil {
-				n++
-			}
-		}
-		return n, nil
-	}
+	countPods := e.owned(ns, corev1.SchemeGroupVersion.WithResource("pods"), tapp.UID)
 	e.patch(t, workload.TApp, ns, "gs", types.MergePatchType, `{"spec":{"replicas":4}}`)
 	e.waitRollout(t, workload.TApp, ns, "gs", workload.StateComplete)
 	waitCount(t, e.ctx, "pods of tapp/gs", 4, countPods)
@@ -636,46 +642,12 @@ func (e *env) unitedDeploymentScenario(t *testing.T) {
 		image(workload.UnitedDeployment, "orders", stsContainers, "orders", img)
 		e.waitRollout(t, workload.UnitedDeployment, ns, "orders", workload.StateComplete)
 	}
-	countOwned := func(list func(ctx context.Context) ([]metav1.Object, error), uid types.UID) func(ctx context.Context) (int, error) {
-		return func(ctx context.Context) (int, error) {
-			objs, err := list(ctx)
-			n := 0
-			for _, o := range objs {
-				if ownedBy(o.GetOwnerReferences(), uid) && o.GetDeletionTimestamp() == nil {
-					n++
-				}
-			}
-			return n, err
-		}
-	}
-	listRevisions := func(ctx context.Context) ([]metav1.Object, error) {
-		l, err := revisions.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out, nil
-	}
-	waitCount(t, e.ctx, "revisions of ud/orders (the current one and revisionHistoryLimit 1)", 2, countOwned(listRevisions, orders.UID))
+	waitCount(t, e.ctx, "revisions of ud/orders (the current one and revisionHistoryLimit 1)", 2, e.owned(ns, appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), orders.UID))
 
-	listSets := func(ctx context.Context) ([]metav1.Object, error) {
-		l, err := e.kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out, nil
-	}
-	waitCount(t, e.ctx, "StatefulSets of ud/orders", 3, countOwned(listSets, orders.UID))
+	waitCount(t, e.ctx, "StatefulSets of ud/orders", 3, e.owned(ns, appsv1.SchemeGroupVersion.WithResource("statefulsets"), orders.UID))
 	e.patch(t, workload.UnitedDeployment, ns, "orders", types.JSONPatchType,
 		`[{"op":"test","path":"/spec/topology/subsets/2/name","value":"zone-c"},{"op":"remove","path":"/spec/topology/subsets/2"}]`)
-	waitCount(t, e.ctx, "StatefulSets of ud/orders", 2, countOwned(listSets, orders.UID))
+	waitCount(t, e.ctx, "StatefulSets of ud/orders", 2, e.owned(ns, appsv1.SchemeGroupVersion.WithResource("statefulsets"), orders.UID))
 	e.waitRollout(t, workload.UnitedDeployment, ns, "orders", workload.StateComplete)
 
 	// TApp subsets.
@@ -686,20 +658,9 @@ func (e *env) unitedDeploymentScenario(t *testing.T) {
 	e.waitRollout(t, workload.UnitedDeployment, ns, "shards", workload.StateComplete)
 	image(workload.UnitedDeployment, "shards", "/spec/template/tappTemplate/spec/template/spec/containers", "shard", "nginx:1.28")
 	e.waitRollout(t, workload.UnitedDeployment, ns, "shards", workload.StateComplete)
-	listTApps := func(ctx context.Context) ([]metav1.Object, error) {
-		l, err := e.apps.AppsV1alpha1().TApps(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out, nil
-	}
 	e.patch(t, workload.UnitedDeployment, ns, "shards", types.JSONPatchType,
 		`[{"op":"test","path":"/spec/topology/subsets/1/name","value":"zone-b"},{"op":"remove","path":"/spec/topology/subsets/1"}]`)
-	waitCount(t, e.ctx, "TApps of ud/shards", 1, countOwned(listTApps, shards.UID))
+	waitCount(t, e.ctx, "TApps of ud/shards", 1, e.owned(ns, workload.TApp.Resource, shards.UID))
 	e.waitRollout(t, workload.UnitedDeployment, ns, "shards", workload.StateComplete)
 
 	// Deployment subsets.
@@ -710,20 +671,9 @@ func (e *env) unitedDeploymentScenario(t *testing.T) {
 	e.waitRollout(t, workload.UnitedDeployment, ns, "frontend", workload.StateComplete)
 	image(workload.UnitedDeployment, "frontend", "/spec/template/deploymentTemplate/spec/template/spec/containers", "frontend", "nginx:1.28")
 	e.waitRollout(t, workload.UnitedDeployment, ns, "frontend", workload.StateComplete)
-	listDeployments := func(ctx context.Context) ([]metav1.Object, error) {
-		l, err := e.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out, nil
-	}
 	e.patch(t, workload.UnitedDeployment, ns, "frontend", types.JSONPatchType,
 		`[{"op":"test","path":"/spec/topology/subsets/1/name","value":"zone-b"},{"op":"remove","path":"/spec/topology/subsets/1"}]`)
-	waitCount(t, e.ctx, "Deployments of ud/frontend", 1, countOwned(listDeployments, frontend.UID))
+	waitCount(t, e.ctx, "Deployments of ud/frontend", 1, e.owned(ns, workload.Deployment.Resource, frontend.UID))
 	e.waitRollout(t, workload.UnitedDeployment, ns, "frontend", workload.StateComplete)
 }
 
