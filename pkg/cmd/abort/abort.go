@@ -3,14 +3,14 @@ package abort
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -34,10 +34,7 @@ var (
 
 // Options holds what abort needs.
 type Options struct {
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -45,53 +42,18 @@ type Options struct {
 // NewCmdAbort returns the `abort` command.
 func NewCmdAbort(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "abort TYPE/NAME",
-		DisableFlagsInUseLine: true,
-		Short:                 "Roll a canary release back to its stable Deployment",
-		Long:                  abortLong,
-		Example:               abortExample,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
-	cmdutil.AddDryRunFlag(cmd)
-	return cmd
+	return mutate.NewCommand(mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable Deployment", Long: abortLong, Example: abortExample},
+		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 
 // Complete resolves the object, the namespace, the dry-run mode and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.Abortable...)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
-	o.Ref = ref
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, mutate.NoArgs, workload.Abortable...)
 }
 
 // Run sets spec.rollback with a one-field merge patch, unless it is already set.
 func (o *Options) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
-	change, err := workload.AbortCanary(o.Ref, obj)
-	if err != nil {
-		return err
-	}
-	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+		return workload.AbortCanary(o.Ref, obj)
+	})
 }

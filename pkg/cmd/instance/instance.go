@@ -6,11 +6,12 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -50,10 +51,7 @@ type Options struct {
 	Kill bool
 	IDs  []string
 
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -70,54 +68,25 @@ func NewCmdStartInstance(f cmdutil.Factory, streams genericiooptions.IOStreams) 
 
 func newCmd(f cmdutil.Factory, streams genericiooptions.IOStreams, kill bool, use, short, long, example string) *cobra.Command {
 	o := &Options{Kill: kill, IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   use,
-		DisableFlagsInUseLine: true,
-		Short:                 short,
-		Long:                  long,
-		Example:               example,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
-	cmdutil.AddDryRunFlag(cmd)
-	return cmd
+	return mutate.NewCommand(mutate.Verb{Use: use, Short: short, Long: long, Example: example},
+		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 
 // Complete resolves the object, the ids, the namespace, the dry-run mode and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.WithInstances...)
-	if err != nil {
-		return err
-	}
-	o.Ref, o.IDs = ref, rest
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, func(_ workload.Ref, ids []string) error {
+		o.IDs = ids
+		return nil
+	}, workload.WithInstances...)
 }
 
 // Run reads the TApp, validates the ids against its replicas and sends the JSON patch.
 func (o *Options) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
 	decide := workload.StartInstances
 	if o.Kill {
 		decide = workload.KillInstances
 	}
-	change, err := decide(o.Ref, obj, o.IDs)
-	if err != nil {
-		return err
-	}
-	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+		return decide(o.Ref, obj, o.IDs)
+	})
 }

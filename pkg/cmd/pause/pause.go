@@ -3,16 +3,14 @@ package pause
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -53,10 +51,7 @@ type Options struct {
 	// Paused is what the switch is set to: true for pause, false for resume.
 	Paused bool
 
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -73,78 +68,18 @@ func NewCmdResume(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 
 func newCmd(f cmdutil.Factory, streams genericiooptions.IOStreams, paused bool, use, short, long, example string) *cobra.Command {
 	o := &Options{Paused: paused, IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   use,
-		DisableFlagsInUseLine: true,
-		Short:                 short,
-		Long:                  long,
-		Example:               example,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
-	cmdutil.AddDryRunFlag(cmd)
-	return cmd
+	return mutate.NewCommand(mutate.Verb{Use: use, Short: short, Long: long, Example: example},
+		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 
 // Complete resolves the object, the namespace, the dry-run mode and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.Pausable...)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
-	o.Ref = ref
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, mutate.NoArgs, workload.Pausable...)
 }
 
 // Run sets the switch with a one-field merge patch, unless it is already set that way.
 func (o *Options) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	verb := map[bool]string{true: "paused", false: "resumed"}[o.Paused]
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
-	current, err := workload.IsPaused(o.Ref.Kind, obj)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.Ref, err)
-	}
-	if current == o.Paused {
-		state := map[bool]string{true: "is already paused", false: "is not paused"}[o.Paused]
-		_, err := fmt.Fprintf(o.Out, "%s %s\n", o.Ref, state)
-		return err
-	}
-	patch, err := workload.PausePatch(o.Ref.Kind, o.Paused)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.Ref, err)
-	}
-	switch o.DryRun {
-	case cmdutil.DryRunClient:
-		_, err := fmt.Fprintf(o.Out, "%s %s (dry run: would send the merge patch %s)\n", o.Ref, verb, patch)
-		return err
-	case cmdutil.DryRunServer:
-		verb += " (server dry run)"
-	}
-	opts := metav1.PatchOptions{}
-	if o.DryRun == cmdutil.DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	if _, err := o.Client.Resource(o.Ref.Kind.Resource).Namespace(o.Namespace).Patch(ctx, o.Ref.Name, types.MergePatchType, patch, opts); err != nil {
-		return fmt.Errorf("%s: %w", o.Ref, err)
-	}
-	_, err = fmt.Fprintf(o.Out, "%s %s\n", o.Ref, verb)
-	return err
+	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+		return workload.PauseChange(o.Ref, obj, o.Paused)
+	})
 }

@@ -8,11 +8,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -56,10 +57,7 @@ type Options struct {
 	Subsets []string
 	All     bool
 
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -67,43 +65,23 @@ type Options struct {
 // NewCmdPromote returns the `promote` command.
 func NewCmdPromote(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "promote TYPE/NAME [--full | --subset NAME... | --all]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Approve a canary's paused batch, or release a UnitedDeployment's subsets",
-		Long:                  promoteLong,
-		Example:               promoteExample,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Validate())
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := mutate.NewCommand(mutate.Verb{Use: "promote TYPE/NAME [--full | --subset NAME... | --all]",
+		Short: "Approve a canary's paused batch, or release a UnitedDeployment's subsets", Long: promoteLong, Example: promoteExample},
+		func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			return o.Validate()
+		}, o.Run)
 	cmd.Flags().BoolVar(&o.Full, "full", false, "Canary: approve every batch, not only the paused one")
 	cmd.Flags().StringArrayVar(&o.Subsets, "subset", nil, "UnitedDeployment: a subset whose partition is set to 0 (repeatable)")
 	cmd.Flags().BoolVar(&o.All, "all", false, "UnitedDeployment: set the partition of every subset to 0")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 
 // Complete resolves the object, the namespace, the dry-run mode and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.Promotable...)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
-	o.Ref = ref
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, mutate.NoArgs, workload.Promotable...)
 }
 
 // Validate checks that the flags fit the kind.
@@ -126,30 +104,23 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
 	if o.Ref.Kind.Name == workload.UnitedDeployment.Name {
-		change, err := workload.PromoteSubsets(o.Ref, obj, o.Subsets, o.All)
-		if err != nil {
-			return err
-		}
-		return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+		return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+			return workload.PromoteSubsets(o.Ref, obj, o.Subsets, o.All)
+		})
 	}
-
-	change, batch, err := workload.PromoteCanary(o.Ref, obj, o.Full)
-	if err != nil {
-		return err
-	}
-	err = change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	var batch int32
+	err := o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (change workload.Change, err error) {
+		change, batch, err = workload.PromoteCanary(o.Ref, obj, o.Full)
+		return change, err
+	})
 	if !errors.Is(err, workload.ErrPrecondition) {
 		return err
 	}
 	// Someone changed spec.approvedBatch between our read and our patch: most likely a
 	// concurrent promote of the same batch. Report what happened; never promote again, which
 	// could approve a batch nobody has looked at yet.
-	again, getErr := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	again, getErr := o.Get(ctx)
 	if getErr != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -178,7 +179,7 @@ func TestConcurrentPromotesAdvanceOneBatch(t *testing.T) {
 			return false, nil, nil
 		})
 		streams, _, out, _ := genericiooptions.NewTestIOStreams()
-		o := &Options{Full: full, Ref: workload.Ref{Kind: workload.Canary, Name: "checkout"}, Namespace: cmdtest.Namespace, Client: client, IOStreams: streams}
+		o := &Options{Full: full, Target: mutate.Target{Ref: workload.Ref{Kind: workload.Canary, Name: "checkout"}, Namespace: cmdtest.Namespace, Client: client}, IOStreams: streams}
 		err := o.Run(t.Context())
 		obj, getErr := client.Resource(workload.Canary.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "checkout", metav1.GetOptions{})
 		if getErr != nil {

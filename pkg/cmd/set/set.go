@@ -6,11 +6,12 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -74,10 +75,7 @@ type ImageOptions struct {
 	// Args are the CONTAINER=IMAGE assignments.
 	Args []string
 
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -85,51 +83,24 @@ type ImageOptions struct {
 // NewCmdImage returns the `set image` command.
 func NewCmdImage(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ImageOptions{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "image TYPE/NAME CONTAINER=IMAGE... [--template NAME]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Set container images of a workload's pod template",
-		Long:                  imageLong,
-		Example:               imageExample,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := mutate.NewCommand(mutate.Verb{Use: "image TYPE/NAME CONTAINER=IMAGE... [--template NAME]",
+		Short: "Set container images of a workload's pod template", Long: imageLong, Example: imageExample},
+		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	cmd.Flags().StringVar(&o.Template, "template", "", "TApp: the templatePool entry to change instead of the default template")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 
-// Complete resolves the object, the namespace, the dry-run mode and the client.
+// Complete resolves the object, the assignments, the namespace, the dry-run mode and the client.
 func (o *ImageOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.ImageSettable...)
-	if err != nil {
-		return err
-	}
-	o.Ref, o.Args = ref, rest
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, func(_ workload.Ref, rest []string) error {
+		o.Args = rest
+		return nil
+	}, workload.ImageSettable...)
 }
 
 // Run reads the object, resolves the containers and sends the patch.
 func (o *ImageOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
-	change, err := workload.SetImage(o.Ref, obj, o.Template, o.Args)
-	if err != nil {
-		return err
-	}
-	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+		return workload.SetImage(o.Ref, obj, o.Template, o.Args)
+	})
 }

@@ -6,11 +6,12 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -51,10 +52,7 @@ type Options struct {
 	// Args are N, or SUBSET=N for a UnitedDeployment.
 	Args []string
 
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -62,50 +60,22 @@ type Options struct {
 // NewCmdSetPartition returns the `set-partition` command.
 func NewCmdSetPartition(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "set-partition TYPE/NAME (N | SUBSET=N...)",
-		DisableFlagsInUseLine: true,
-		Short:                 "Set how many pods keep their current revision during an update",
-		Long:                  setPartitionLong,
-		Example:               setPartitionExample,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
-	cmdutil.AddDryRunFlag(cmd)
-	return cmd
+	return mutate.NewCommand(mutate.Verb{Use: "set-partition TYPE/NAME (N | SUBSET=N...)",
+		Short: "Set how many pods keep their current revision during an update", Long: setPartitionLong, Example: setPartitionExample},
+		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 
-// Complete resolves the object, the namespace, the dry-run mode and the client.
+// Complete resolves the object, the partitions, the namespace, the dry-run mode and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.Partitionable...)
-	if err != nil {
-		return err
-	}
-	o.Ref, o.Args = ref, rest
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, func(_ workload.Ref, rest []string) error {
+		o.Args = rest
+		return nil
+	}, workload.Partitionable...)
 }
 
 // Run reads the object, checks the partitions against its replicas and sends a merge patch.
 func (o *Options) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
-	change, err := workload.SetPartition(o.Ref, obj, o.Args)
-	if err != nil {
-		return err
-	}
-	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+		return workload.SetPartition(o.Ref, obj, o.Args)
+	})
 }

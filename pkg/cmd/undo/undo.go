@@ -6,11 +6,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -47,10 +48,7 @@ var (
 type Options struct {
 	ToRevision int64
 
-	Ref       workload.Ref
-	Namespace string
-	DryRun    cmdutil.DryRunStrategy
-	Client    dynamic.Interface
+	mutate.Target
 
 	genericiooptions.IOStreams
 }
@@ -58,64 +56,35 @@ type Options struct {
 // NewCmdUndo returns the `undo` command.
 func NewCmdUndo(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "undo TYPE/NAME [--to-revision N]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Roll a workload back to an earlier template",
-		Long:                  undoLong,
-		Example:               undoExample,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := mutate.NewCommand(mutate.Verb{Use: "undo TYPE/NAME [--to-revision N]", Short: "Roll a workload back to an earlier template", Long: undoLong, Example: undoExample},
+		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	cmd.Flags().Int64Var(&o.ToRevision, "to-revision", 0, "The revision to go back to; 0 means the latest revision that is not the current one")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 
 // Complete resolves the object, the namespace, the dry-run mode and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.WithHistory...)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
-	if o.ToRevision < 0 {
-		return fmt.Errorf("%s: --to-revision must be a revision number, not %d", ref, o.ToRevision)
-	}
-	o.Ref = ref
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Target.Complete(f, cmd, args, func(ref workload.Ref, rest []string) error {
+		if err := mutate.NoArgs(ref, rest); err != nil {
+			return err
+		}
+		if o.ToRevision < 0 {
+			return fmt.Errorf("%s: --to-revision must be a revision number, not %d", ref, o.ToRevision)
+		}
+		return nil
+	}, workload.WithHistory...)
 }
 
 // Run reads the workload and its history, and restores the chosen template.
 func (o *Options) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
-	}
-	if err := workload.CheckUndoable(o.Ref, obj); err != nil {
-		return err
-	}
-	revs, err := workload.Revisions(ctx, o.Client, o.Namespace, o.Ref, obj)
-	if err != nil {
-		return err
-	}
-	change, err := workload.Undo(o.Ref, obj, revs, o.ToRevision)
-	if err != nil {
-		return err
-	}
-	return change.Apply(ctx, o.Client, o.Namespace, o.DryRun, o.Out)
+	return o.Do(ctx, o.Out, func(ctx context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+		if err := workload.CheckUndoable(o.Ref, obj); err != nil {
+			return workload.Change{}, err
+		}
+		revs, err := workload.Revisions(ctx, o.Client, o.Namespace, o.Ref, obj)
+		if err != nil {
+			return workload.Change{}, err
+		}
+		return workload.Undo(o.Ref, obj, revs, o.ToRevision)
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/mutate"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
@@ -119,7 +120,7 @@ func TestCanaryPromoteRaceAndAbort(t *testing.T) {
 		go func() {
 			defer done.Done()
 			outs[i] = &strings.Builder{}
-			o := &promote.Options{Ref: workload.Ref{Kind: workload.Canary, Name: "checkout"}, Namespace: e.ns, Client: client,
+			o := &promote.Options{Target: mutate.Target{Ref: workload.Ref{Kind: workload.Canary, Name: "checkout"}, Namespace: e.ns, Client: client},
 				IOStreams: genericiooptions.IOStreams{Out: outs[i], ErrOut: outs[i]}}
 			errs[i] = o.Run(e.ctx)
 		}()

@@ -1,0 +1,119 @@
+// Package mutate is the plumbing every mutating verb shares: its command (NewCommand: the
+// --dry-run flag, Complete then Run); which object it acts on, in which namespace, through which
+// client and in which dry-run mode (Target.Complete); reading it, and sending the Change the verb
+// decided with its one line of confirmation (Target.Do, or Target.Get and Target.Send). Verbs
+// keep only what is theirs: their texts and flags, their arguments after the object, and the
+// decision (pkg/workload).
+package mutate
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+// Verb is what a mutating verb's command shows: its usage line and help.
+type Verb struct {
+	Use, Short, Long, Example string
+}
+
+// NewCommand returns a mutating verb's command: complete resolves the arguments and flags, run
+// does the work; an error from either ends the command with its message and exit code, as
+// kubectl's commands do. It has the --dry-run flag.
+func NewCommand(v Verb, complete func(cmd *cobra.Command, args []string) error, run func(ctx context.Context) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   v.Use,
+		DisableFlagsInUseLine: true,
+		Short:                 v.Short,
+		Long:                  v.Long,
+		Example:               v.Example,
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(complete(cmd, args))
+			cmdutil.CheckErr(run(cmd.Context()))
+		},
+	}
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
+}
+
+// Target is the object a mutating verb acts on and how its change is sent.
+type Target struct {
+	Ref       workload.Ref
+	Namespace string
+	DryRun    cmdutil.DryRunStrategy
+	Client    dynamic.Interface
+}
+
+// RestFunc takes the arguments after TYPE/NAME (or TYPE NAME); an error refuses them.
+type RestFunc func(ref workload.Ref, rest []string) error
+
+// NoArgs is the RestFunc of a verb that takes nothing after the object.
+func NoArgs(ref workload.Ref, rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
+	}
+	return nil
+}
+
+// Complete resolves, in this order (the order of the errors a person sees): the object from
+// args, as TYPE/NAME or TYPE NAME of one of the allowed kinds; the arguments after it, given to
+// rest (nil: NoArgs); the --dry-run mode; the namespace; and the dynamic client.
+func (t *Target) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string, rest RestFunc, allowed ...workload.Kind) error {
+	ref, more, err := workload.ParseRef(args, allowed...)
+	if err != nil {
+		return err
+	}
+	if rest == nil {
+		rest = NoArgs
+	}
+	if err := rest(ref, more); err != nil {
+		return err
+	}
+	t.Ref = ref
+	if t.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
+		return err
+	}
+	if t.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return err
+	}
+	t.Client, err = f.DynamicClient()
+	return err
+}
+
+// Get reads the object; a missing one is a one-line error naming it.
+func (t *Target) Get(ctx context.Context) (*unstructured.Unstructured, error) {
+	return workload.Get(ctx, t.Client, t.Namespace, t.Ref)
+}
+
+// Send sends the change's patch in the dry-run mode (--dry-run=client: only shows it;
+// --dry-run=server: sent with dryRun=All) and prints its line of confirmation to out, with a
+// note of the dry-run mode. A change without a patch (nothing to do) only prints its line.
+func (t *Target) Send(ctx context.Context, out io.Writer, c workload.Change) error {
+	return c.Apply(ctx, t.Client, t.Namespace, t.DryRun, out)
+}
+
+// Decide turns the object as read into the Change a verb makes; ctx is for any more reads.
+type Decide func(ctx context.Context, obj *unstructured.Unstructured) (workload.Change, error)
+
+// Do reads the object, decides the change and sends it (Get, decide, Send).
+func (t *Target) Do(ctx context.Context, out io.Writer, decide Decide) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj, err := t.Get(ctx)
+	if err != nil {
+		return err
+	}
+	change, err := decide(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return t.Send(ctx, out, change)
+}
