@@ -41,3 +41,4 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 -include hack/cluster.mk
 -include hack/dist.mk
 -include hack/bench.mk
+-include hack/demo.mk
