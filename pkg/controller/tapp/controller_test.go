@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	core "k8s.io/client-go/testing"
@@ -788,4 +790,105 @@ func TestDefaultTemplateRollsWithoutUpdateTemplate(t *testing.T) {
 	f.setTApp(tp)
 	// No updateStrategy.template: the default template rolls one at a time, not forced.
 	sameActions(t, f.sync("web"), "patch pods/status web-0", "patch pods web-0", "update tapps/status web")
+}
+
+// duringCall runs fn once, when the sync under test calls "verb resource[/subresource] name":
+// for events the informer delivers while a sync runs.
+func (f *fixture) duringCall(call string, fn func()) {
+	var once sync.Once
+	f.kubeClient.PrependReactor("*", "*", func(a core.Action) (bool, runtime.Object, error) {
+		if describe(a) == call {
+			once.Do(fn)
+		}
+		return false, nil, nil
+	})
+}
+
+// setGateFalse makes the in-place readiness gate of a cached pod False (its containers still run
+// the images of its spec), so that the next sync opens it with a status patch.
+func setGateFalse(f *fixture, name string) {
+	p := f.cachedPod(name)
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == appsv1alpha1.ConditionInPlaceUpdateReady {
+			p.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	bumpRV(p)
+	f.setPod(p)
+}
+
+// TestExpectationsSatisfiedDuringSync: the expectations are not satisfied when a sync starts and
+// become satisfied while it runs (the informer delivers the awaited event during the sync's
+// readiness gate patch). The sync's pod list predates that event, so it must neither delete nor
+// create; the next sync, with the cache caught up, does. Deciding after the other API calls
+// deleted a pod twice (recreate update) or created it twice.
+func TestExpectationsSatisfiedDuringSync(t *testing.T) {
+	t.Run("deletion", func(t *testing.T) {
+		// web-2 runs a template of the pool, which the update leaves alone: its gate is opened
+		// without taking from the rolling update's budget.
+		tp := newTApp("web", 3)
+		tp.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"pinned": *tp.Spec.Template.DeepCopy()}
+		tp.Spec.Templates = map[string]string{"2": "pinned"}
+		f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0, 1, 2), nil)
+		sameActions(t, f.sync("web"), "update tapps/status web")
+		tp = f.feedStatus()
+		tp.Spec.Template.Spec.Containers[0].Command = []string{"serve", "--verbose"}
+		tp.Generation++
+		f.setTApp(tp)
+		sameActions(t, f.sync("web"), "delete pods web-0", "update tapps/status web")
+		f.feedStatus()
+
+		// The cache still shows web-0 running; web-2's gate is to be opened. The deletion of web-0
+		// is observed while the sync patches web-2's status.
+		setGateFalse(f, "web-2")
+		f.duringCall("patch pods/status web-2", func() {
+			p := f.cachedPod("web-0")
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(epoch.Add(30 * time.Second)))
+			bumpRV(p)
+			f.setPod(p)
+		})
+		got := f.sync("web")
+		for _, a := range got {
+			if strings.HasPrefix(a, "delete pods") || strings.HasPrefix(a, "create pods") {
+				t.Fatalf("actions %q: the sync acted on a pod list older than the observation that satisfied the expectations", got)
+			}
+		}
+		sameActions(t, got, "patch pods/status web-2", "update tapps/status web")
+		f.feedStatus()
+
+		// The next sync sees web-0 terminating: nothing to do until it is gone.
+		sameActions(t, f.sync("web"), "update tapps/status web")
+		f.feedStatus()
+		f.removePod("web-0")
+		sameActions(t, f.sync("web"), "create pods web-0", "patch pods/status web-0", "update tapps/status web")
+	})
+
+	t.Run("creation", func(t *testing.T) {
+		tp := newTApp("web", 2)
+		f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0), nil)
+		sameActions(t, f.sync("web"), "create pods web-1", "patch pods/status web-1", "update tapps/status web")
+		f.feedStatus()
+		created := createdPods(t, f)
+
+		// The cache does not show web-1 yet; web-0's gate is to be opened. The creation of web-1 is
+		// observed while the sync patches web-0's status.
+		setGateFalse(f, "web-0")
+		f.duringCall("patch pods/status web-0", func() { observeCreated(t, f, created) })
+		got := f.sync("web")
+		for _, a := range got {
+			if strings.HasPrefix(a, "delete pods") || strings.HasPrefix(a, "create pods") || strings.HasPrefix(a, "get pods") {
+				t.Fatalf("actions %q: the sync acted on a pod list older than the observation that satisfied the expectations", got)
+			}
+		}
+		sameActions(t, got, "patch pods/status web-0", "update tapps/status web")
+		f.feedStatus()
+
+		// The next sync sees web-1: nothing to create.
+		got = f.sync("web")
+		for _, a := range got {
+			if strings.Contains(a, " pods ") && !strings.HasPrefix(a, "patch pods/status") {
+				t.Fatalf("actions %q after web-1 was observed", got)
+			}
+		}
+	})
 }

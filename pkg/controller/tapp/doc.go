@@ -7,8 +7,11 @@
 // TApp keys ("tapp"), and syncHandler reconciles one TApp from the listers only. Pod creations
 // and deletions go out in slow-start batches (package slowstart) guarded by UID-tracking
 // expectations, and pod patches by a record of writes in flight, so that a lagging cache never
-// duplicates work. Deletions go before creations: a sync that deletes creates nothing, the next
-// one (once the deletions are observed) does.
+// duplicates work. As in the ReplicaSet controller, a sync checks the expectations before it
+// reads the pods, and creates or deletes only if they were satisfied then: an observation that
+// satisfies them during the sync is not in the pod list the sync already holds. Deletions go
+// before creations: a sync that deletes creates nothing, the next one (once the deletions are
+// observed) does.
 //
 // # Identity
 //

@@ -56,6 +56,12 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	}
 	now := c.clock.Now()
 
+	// Whether this sync may create and delete pods is decided before the pods are read, as the
+	// ReplicaSet controller does: an observation that satisfies the expectations while this sync
+	// runs (e.g. during its status patches) comes with a cache change that the pod list read here
+	// may not show, and a plan from that list would create or delete the same pods again. The
+	// next sync, queued by that observation, reads a cache that has caught up.
+	needsSync := c.expectations.SatisfiedExpectations(key)
 	pods, err := c.getPods(t)
 	if err != nil {
 		return err
@@ -77,7 +83,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 			}
 		}
 		p = computePlan(t, templates, pods, now, c.writes.inFlight)
-		fail, manageErr = c.manage(ctx, t, key, templates, p)
+		fail, manageErr = c.manage(ctx, t, key, templates, p, needsSync)
 	}
 
 	status := computeStatus(t, templates, pods, now, fail)
@@ -164,9 +170,11 @@ func hasFailure(t *appsv1alpha1.TApp, f *failure) bool {
 }
 
 // manage carries out a plan: readiness gates and stuck pods always; creations, deletions and
-// in-place updates only once the cache has caught up with the previous ones. Deletions go
-// before creations: while any pod is to be deleted, creations wait for the next sync.
-func (c *Controller) manage(ctx context.Context, t *appsv1alpha1.TApp, key string, templates *templateSet, p *plan) (*failure, error) {
+// in-place updates only when needsSync, i.e. when the expectations were satisfied before the
+// plan's pods were read from the cache (the cache had caught up with the previous creations and
+// deletions). Deletions go before creations: while any pod is to be deleted, creations wait for
+// the next sync.
+func (c *Controller) manage(ctx context.Context, t *appsv1alpha1.TApp, key string, templates *templateSet, p *plan, needsSync bool) (*failure, error) {
 	var fail *failure
 	var errs []error
 	note := func(reason string, err error) {
@@ -182,7 +190,7 @@ func (c *Controller) manage(ctx context.Context, t *appsv1alpha1.TApp, key strin
 	note(ReasonFailedDelete, c.forceDeleteStuck(ctx, t, p.stuck))
 	note(ReasonFailedStatusPatch, c.markReady(ctx, t, p.markReady))
 
-	if !c.expectations.SatisfiedExpectations(key) {
+	if !needsSync {
 		klog.FromContext(ctx).V(4).Info("Waiting for the pod cache to observe earlier creations and deletions")
 		return fail, errors.Join(errs...)
 	}
