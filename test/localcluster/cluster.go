@@ -109,6 +109,7 @@ type Cluster struct {
 	binDir   string
 	logDir   string
 	procs    []*process
+	finisher *podFinisher
 	stopOnce sync.Once
 	stopLogs string
 	stopErr  error
@@ -339,6 +340,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// The kubelet's final delete of terminating pods, which kwok's stages leave out (see
+	// podFinisher); under kwok's identity, as kwok's own deletes were.
+	kwokClient := c.RESTConfig()
+	kwokClient.BearerToken = ids["kwok"].token
+	if c.finisher, err = startPodFinisher(ctx, kwokClient, c.logDir); err != nil {
+		return err
+	}
 
 	// Their serving certificates are self-signed in memory and the probe
 	// stays on loopback, so verifying them would prove nothing.
@@ -499,6 +507,9 @@ func (c *Cluster) APIServerMetrics(ctx context.Context) (string, error) {
 // Stop may be called more than once; later calls return the first result.
 func (c *Cluster) Stop(keepLogs bool) (string, error) {
 	c.stopOnce.Do(func() {
+		if c.finisher != nil {
+			c.finisher.stop()
+		}
 		for i := len(c.procs) - 1; i >= 0; i-- {
 			c.procs[i].stop(15 * time.Second)
 		}

@@ -86,8 +86,8 @@ func podTemplate(app, image string) corev1.PodTemplateSpec {
 		ObjectMeta: metav1.ObjectMeta{Labels: labels(app)},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "app", Image: image}},
-			// kwok deletes pods at once anyway; this keeps a real kubelet
-			// from making the same test slow.
+			// The fake kubelet deletes pods at once anyway; this keeps a
+			// real kubelet from making the same test slow.
 			TerminationGracePeriodSeconds: new(int64),
 		},
 	}
