@@ -42,7 +42,8 @@ type Options struct {
 // NewCmdAbort returns the `abort` command.
 func NewCmdAbort(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	return mutate.NewCommand(mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable Deployment", Long: abortLong, Example: abortExample},
+	return mutate.NewCommand(f, mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable Deployment", Long: abortLong, Example: abortExample,
+		Kinds: workload.Abortable},
 		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 

@@ -12,16 +12,21 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/abort"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/set"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
 )
 
-// root is a plugin root holding completion and a verb with TYPE/NAME completion, as the real one
-// does.
+// root is a plugin root holding completion and verbs with TYPE/NAME completion (status, and
+// mutating verbs), as the real one does.
 func root(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	r := &cobra.Command{Use: "kubectl-workload", Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl workload"}}
-	r.AddCommand(completion.NewCmdCompletion(streams), status.NewCmdStatus(f, streams))
+	r.AddCommand(completion.NewCmdCompletion(streams), status.NewCmdStatus(f, streams),
+		promote.NewCmdPromote(f, streams), abort.NewCmdAbort(f, streams), instance.NewCmdKillInstance(f, streams), set.NewCmdSet(f, streams))
 	return r
 }
 
@@ -51,6 +56,14 @@ func TestCompletion(t *testing.T) {
 		{"complete-names-other-kind", []string{"__complete", "status", "canary/"}},
 		{"complete-unknown-kind", []string{"__complete", "status", "pod/"}},
 		{"complete-shells", []string{"__complete", "completion", ""}},
+		// Mutating verbs complete their own kinds only, then names, then nothing (ids, images).
+		{"complete-promote-kinds", []string{"__complete", "promote", ""}},
+		{"complete-promote-names", []string{"__complete", "promote", "canary/"}},
+		{"complete-abort-refuses-tapp", []string{"__complete", "abort", "tapp/"}},
+		{"complete-kill-instance-names", []string{"__complete", "kill-instance", "tapp/w"}},
+		{"complete-kill-instance-type-name-form", []string{"__complete", "kill-instance", "tapp", "a"}},
+		{"complete-kill-instance-ids", []string{"__complete", "kill-instance", "tapp/web", ""}},
+		{"complete-set-image-names", []string{"__complete", "set", "image", "tapp/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -64,6 +65,7 @@ func NewCmdHistory(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 		Short:                 "List the revisions of a workload's template",
 		Long:                  historyLong,
 		Example:               historyExample,
+		ValidArgsFunction:     completion.WorkloadNames(f, workload.WithHistory...),
 		Run: func(cmd *cobra.Command, args []string) {
 			cmdutil.CheckErr(o.Complete(f, cmd, args))
 			cmdutil.CheckErr(o.Validate())

@@ -68,7 +68,7 @@ func NewCmdStartInstance(f cmdutil.Factory, streams genericiooptions.IOStreams) 
 
 func newCmd(f cmdutil.Factory, streams genericiooptions.IOStreams, kill bool, use, short, long, example string) *cobra.Command {
 	o := &Options{Kill: kill, IOStreams: streams}
-	return mutate.NewCommand(mutate.Verb{Use: use, Short: short, Long: long, Example: example},
+	return mutate.NewCommand(f, mutate.Verb{Use: use, Short: short, Long: long, Example: example, Kinds: workload.WithInstances},
 		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 

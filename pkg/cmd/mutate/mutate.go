@@ -16,24 +16,29 @@ import (
 	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-// Verb is what a mutating verb's command shows: its usage line and help.
+// Verb is what a mutating verb's command shows: its usage line and help, and the kinds it acts
+// on (what TYPE/NAME completes to).
 type Verb struct {
 	Use, Short, Long, Example string
+	Kinds                     []workload.Kind
 }
 
 // NewCommand returns a mutating verb's command: complete resolves the arguments and flags, run
 // does the work; an error from either ends the command with its message and exit code, as
-// kubectl's commands do. It has the --dry-run flag.
-func NewCommand(v Verb, complete func(cmd *cobra.Command, args []string) error, run func(ctx context.Context) error) *cobra.Command {
+// kubectl's commands do. It has the --dry-run flag, and completes TYPE/NAME (or TYPE NAME) with
+// the verb's kinds and then their names in the namespace (completion.WorkloadNames).
+func NewCommand(f cmdutil.Factory, v Verb, complete func(cmd *cobra.Command, args []string) error, run func(ctx context.Context) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   v.Use,
 		DisableFlagsInUseLine: true,
 		Short:                 v.Short,
 		Long:                  v.Long,
 		Example:               v.Example,
+		ValidArgsFunction:     completion.WorkloadNames(f, v.Kinds...),
 		Run: func(cmd *cobra.Command, args []string) {
 			cmdutil.CheckErr(complete(cmd, args))
 			cmdutil.CheckErr(run(cmd.Context()))

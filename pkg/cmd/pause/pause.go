@@ -68,7 +68,7 @@ func NewCmdResume(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 
 func newCmd(f cmdutil.Factory, streams genericiooptions.IOStreams, paused bool, use, short, long, example string) *cobra.Command {
 	o := &Options{Paused: paused, IOStreams: streams}
-	return mutate.NewCommand(mutate.Verb{Use: use, Short: short, Long: long, Example: example},
+	return mutate.NewCommand(f, mutate.Verb{Use: use, Short: short, Long: long, Example: example, Kinds: workload.Pausable},
 		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 

@@ -65,8 +65,9 @@ type Options struct {
 // NewCmdPromote returns the `promote` command.
 func NewCmdPromote(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := mutate.NewCommand(mutate.Verb{Use: "promote TYPE/NAME [--full | --subset NAME... | --all]",
-		Short: "Approve a canary's paused batch, or release a UnitedDeployment's subsets", Long: promoteLong, Example: promoteExample},
+	cmd := mutate.NewCommand(f, mutate.Verb{Use: "promote TYPE/NAME [--full | --subset NAME... | --all]",
+		Short: "Approve a canary's paused batch, or release a UnitedDeployment's subsets", Long: promoteLong, Example: promoteExample,
+		Kinds: workload.Promotable},
 		func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, cmd, args); err != nil {
 				return err

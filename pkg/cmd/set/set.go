@@ -83,8 +83,8 @@ type ImageOptions struct {
 // NewCmdImage returns the `set image` command.
 func NewCmdImage(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ImageOptions{IOStreams: streams}
-	cmd := mutate.NewCommand(mutate.Verb{Use: "image TYPE/NAME CONTAINER=IMAGE... [--template NAME]",
-		Short: "Set container images of a workload's pod template", Long: imageLong, Example: imageExample},
+	cmd := mutate.NewCommand(f, mutate.Verb{Use: "image TYPE/NAME CONTAINER=IMAGE... [--template NAME]",
+		Short: "Set container images of a workload's pod template", Long: imageLong, Example: imageExample, Kinds: workload.ImageSettable},
 		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	cmd.Flags().StringVar(&o.Template, "template", "", "TApp: the templatePool entry to change instead of the default template")
 	return cmd

@@ -60,8 +60,9 @@ type Options struct {
 // NewCmdSetPartition returns the `set-partition` command.
 func NewCmdSetPartition(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	return mutate.NewCommand(mutate.Verb{Use: "set-partition TYPE/NAME (N | SUBSET=N...)",
-		Short: "Set how many pods keep their current revision during an update", Long: setPartitionLong, Example: setPartitionExample},
+	return mutate.NewCommand(f, mutate.Verb{Use: "set-partition TYPE/NAME (N | SUBSET=N...)",
+		Short: "Set how many pods keep their current revision during an update", Long: setPartitionLong, Example: setPartitionExample,
+		Kinds: workload.Partitionable},
 		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 }
 

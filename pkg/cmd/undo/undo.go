@@ -56,7 +56,8 @@ type Options struct {
 // NewCmdUndo returns the `undo` command.
 func NewCmdUndo(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := mutate.NewCommand(mutate.Verb{Use: "undo TYPE/NAME [--to-revision N]", Short: "Roll a workload back to an earlier template", Long: undoLong, Example: undoExample},
+	cmd := mutate.NewCommand(f, mutate.Verb{Use: "undo TYPE/NAME [--to-revision N]", Short: "Roll a workload back to an earlier template", Long: undoLong, Example: undoExample,
+		Kinds: workload.WithHistory},
 		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	cmd.Flags().Int64Var(&o.ToRevision, "to-revision", 0, "The revision to go back to; 0 means the latest revision that is not the current one")
 	return cmd

@@ -35,6 +35,8 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Short:   "Print the version of the plugin",
 		Example: example,
 		Args:    cobra.NoArgs,
+		// No arguments: nothing to complete, and no file names either.
+		ValidArgsFunction: cobra.NoFileCompletions,
 		Run: func(cmd *cobra.Command, args []string) {
 			cmdutil.CheckErr(o.Validate())
 			cmdutil.CheckErr(o.Run())
