@@ -22,7 +22,7 @@ build: ## Build bin/kubectl-workload and bin/workload-agent.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/workload-agent ./cmd/agent
 
 test: ## Run every test: unit tests, then end-to-end tests on a local control plane.
-test: cluster-bins
+test: cluster-bins cluster-kubectl
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/)
 	$(GO) test -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
