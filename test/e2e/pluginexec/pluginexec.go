@@ -38,8 +38,8 @@ var (
 	kubectlErr  error
 )
 
-// PluginDir builds ./cmd/kubectl-workload once per test binary into a temporary directory, to
-// be put on PATH so that kubectl finds it as the `workload` plugin, and returns the directory.
+// PluginDir builds ./cmd/kubectl-workload once per test binary into bin/e2e, a directory that
+// holds nothing else, to be put on PATH so that kubectl finds it as the `workload` plugin, and returns the directory.
 func PluginDir(t testing.TB) string {
 	t.Helper()
 	pluginOnce.Do(func() {
@@ -48,15 +48,28 @@ func PluginDir(t testing.TB) string {
 			pluginErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "kubectl-workload-e2e-")
+		// bin/e2e of the repository (ignored by git), not a temporary directory: nothing is left
+		// behind in /tmp, and parallel test packages replace the binary atomically.
+		dir := filepath.Join(root, "bin", "e2e")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			pluginErr = err
+			return
+		}
+		tmp, err := os.CreateTemp(dir, ".kubectl-workload-*")
 		if err != nil {
 			pluginErr = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-workload"), "./cmd/kubectl-workload")
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/kubectl-workload")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pluginErr = errors.New("go build ./cmd/kubectl-workload: " + err.Error() + "\n" + string(out))
+			return
+		}
+		if err := os.Rename(tmp.Name(), filepath.Join(dir, "kubectl-workload")); err != nil {
+			pluginErr = err
 			return
 		}
 		pluginDir = dir
