@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -31,6 +34,9 @@ var (
 		(a mirror, or a build of your own). --crds-only installs just the CRDs, for clusters where
 		the agent is deployed some other way.
 
+		Before it returns, install waits (up to --timeout) until the API server serves the CRDs
+		(condition Established), so that workloads can be applied right after it.
+
 		--dry-run=client prints the manifests as YAML instead of applying them;
 		--dry-run=server sends them for validation without persisting them.`)
 
@@ -53,8 +59,10 @@ type InstallOptions struct {
 	Image          string
 	CRDsOnly       bool
 	ForceConflicts bool
-	DryRun         cmdutil.DryRunStrategy
-	Client         dynamic.Interface
+	// Timeout bounds the wait for the CRDs to be established.
+	Timeout time.Duration
+	DryRun  cmdutil.DryRunStrategy
+	Client  dynamic.Interface
 
 	genericiooptions.IOStreams
 }
@@ -77,6 +85,7 @@ func NewCmdInstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	cmd.Flags().StringVar(&o.Image, "image", DefaultImage(), "Image of the workload-agent.")
 	cmd.Flags().BoolVar(&o.CRDsOnly, "crds-only", false, "Install only the CustomResourceDefinitions, not the agent.")
 	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "Take over fields that another field manager owns instead of failing on the conflict.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", time.Minute, "How long to wait for the CRDs to be established before giving up.")
 	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
@@ -88,6 +97,9 @@ func (o *InstallOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []
 	}
 	if o.Image == "" {
 		return fmt.Errorf("--image must name an image")
+	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
 	}
 	var err error
 	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
@@ -118,6 +130,7 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		opts.DryRun = []string{metav1.DryRunAll}
 		suffix += " (server dry run)"
 	}
+	var pending []*unstructured.Unstructured // CRDs not yet established
 	for _, obj := range objs {
 		r, err := resourceOf(obj)
 		if err != nil {
@@ -127,14 +140,92 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 		if r.namespaced {
 			ri = o.Client.Resource(r.gvr).Namespace(obj.GetNamespace())
 		}
-		if _, err := ri.Apply(ctx, obj.GetName(), obj, opts); err != nil {
+		applied, err := ri.Apply(ctx, obj.GetName(), obj, opts)
+		if err != nil {
 			return fmt.Errorf("applying %s: %w", displayName(obj), err)
 		}
 		if _, err := fmt.Fprintf(o.Out, "%s %s\n", displayName(obj), suffix); err != nil {
 			return err
 		}
+		if obj.GetKind() == "CustomResourceDefinition" && !established(applied) {
+			pending = append(pending, obj)
+		}
+	}
+	if o.DryRun == cmdutil.DryRunServer {
+		return nil
+	}
+	return o.waitEstablished(ctx, pending)
+}
+
+// waitEstablished polls the CRDs the apply did not report established yet: right after a
+// create, the API server needs a moment before it serves a new kind, and a workload applied in
+// that moment fails with "no matches for kind".
+func (o *InstallOptions) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+	for _, crd := range crds {
+		r, err := resourceOf(crd)
+		if err != nil {
+			return err
+		}
+		var last *unstructured.Unstructured
+		err = wait.PollUntilContextTimeout(ctx, pollInterval, o.Timeout, true, func(ctx context.Context) (bool, error) {
+			got, err := o.Client.Resource(r.gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, fmt.Errorf("reading %s: %w", displayName(crd), err)
+			}
+			last = got
+			return established(got), nil
+		})
+		if wait.Interrupted(err) {
+			return fmt.Errorf("timed out after %v waiting for %s to be established%s", o.Timeout, displayName(crd), conditionSummary(last))
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(o.Out, "%s established\n", displayName(crd)); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// established reports whether a CRD's Established condition is True.
+func established(crd *unstructured.Unstructured) bool {
+	return conditionStatus(crd, "Established") == "True"
+}
+
+func conditionStatus(crd *unstructured.Unstructured, condType string) string {
+	if crd == nil {
+		return ""
+	}
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]interface{})
+		if m["type"] == condType {
+			status, _ := m["status"].(string)
+			return status
+		}
+	}
+	return ""
+}
+
+// conditionSummary says why a CRD is not established, from its conditions (NamesAccepted False
+// when a name clashes with another CRD's, for example).
+func conditionSummary(crd *unstructured.Unstructured) string {
+	if crd == nil {
+		return ""
+	}
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	var parts []string
+	for _, c := range conditions {
+		m, _ := c.(map[string]interface{})
+		if m["status"] != "True" {
+			parts = append(parts, fmt.Sprintf("%v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }
 
 // printYAML writes the objects as one YAML stream.

@@ -26,8 +26,14 @@ import (
 )
 
 // withApply makes the fake cluster accept server-side apply (the fake client's tracker does
-// not): the applied object is returned as is.
+// not): the applied object is returned as is, and a CRD comes back established, as a real API
+// server reports it once it serves the kind.
 func withApply(newCmd cmdtest.NewCmd) cmdtest.NewCmd {
+	return withApplyOf(newCmd, true)
+}
+
+// withApplyOf is withApply, with CRDs coming back established or not.
+func withApplyOf(newCmd cmdtest.NewCmd, crdsEstablished bool) cmdtest.NewCmd {
 	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 		f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			p := a.(clienttesting.PatchAction)
@@ -38,9 +44,60 @@ func withApply(newCmd cmdtest.NewCmd) cmdtest.NewCmd {
 			if err := obj.UnmarshalJSON(p.GetPatch()); err != nil {
 				return true, nil, err
 			}
+			if crdsEstablished && obj.GetKind() == "CustomResourceDefinition" {
+				setCondition(obj, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
+			}
 			return true, obj, nil
 		})
 		return newCmd(f, streams)
+	}
+}
+
+func setCondition(obj *unstructured.Unstructured, condType, status, reason, message string) {
+	_ = unstructured.SetNestedSlice(obj.Object, []interface{}{map[string]interface{}{
+		"type": condType, "status": status, "reason": reason, "message": message,
+	}}, "status", "conditions")
+}
+
+// withCRDReads answers reads of CRDs: not established for the first notYet reads of each, then
+// established (notYet < 0: never, with the names refused).
+func withCRDReads(newCmd cmdtest.NewCmd, notYet int) cmdtest.NewCmd {
+	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+		reads := map[string]int{}
+		f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("get", "customresourcedefinitions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			name := a.(clienttesting.GetAction).GetName()
+			reads[name]++
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion("apiextensions.k8s.io/v1")
+			obj.SetKind("CustomResourceDefinition")
+			obj.SetName(name)
+			switch {
+			case notYet < 0:
+				setCondition(obj, "NamesAccepted", "False", "MultipleNamesNotAllowed", `"tapp" is already in use`)
+			case reads[name] > notYet:
+				setCondition(obj, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
+			}
+			return true, obj, nil
+		})
+		return withApplyOf(newCmd, false)(f, streams)
+	}
+}
+
+// Right after a create the API server needs a moment before it serves a new kind; install
+// returns only once every CRD is established, so that workloads can be applied next.
+func TestInstallWaitsForTheCRDsToBeEstablished(t *testing.T) {
+	defer func(p time.Duration) { pollInterval = p }(pollInterval)
+	pollInterval = time.Millisecond
+	res := cmdtest.Run(t, withCRDReads(NewCmdInstall, 2), nil, "--crds-only")
+	cmdtest.Golden(t, "install-waits-for-established", transcript(res))
+}
+
+func TestInstallTimesOutOnACRDThatIsNotEstablished(t *testing.T) {
+	defer func(p time.Duration) { pollInterval = p }(pollInterval)
+	pollInterval = time.Millisecond
+	res := cmdtest.Run(t, withCRDReads(NewCmdInstall, -1), nil, "--crds-only", "--timeout=20ms")
+	if res.Code != 1 || !strings.Contains(res.Fatal, "timed out after 20ms waiting for customresourcedefinition.apiextensions.k8s.io/canaries.apps.workload.dev to be established: NamesAccepted=False (MultipleNamesNotAllowed: \"tapp\" is already in use)") {
+		t.Fatalf("exit %d, error %q", res.Code, res.Fatal)
 	}
 }
 
@@ -65,6 +122,7 @@ func TestInstall(t *testing.T) {
 		{"install-dry-run-server", []string{"--dry-run=server"}},
 		{"error-arguments", []string{"tapp/web"}},
 		{"error-empty-image", []string{"--image="}},
+		{"error-install-timeout-zero", []string{"--timeout=0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
