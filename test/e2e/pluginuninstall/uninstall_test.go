@@ -71,11 +71,16 @@ func TestUninstallForceLetsTheAgentReleaseCanaries(t *testing.T) {
 	if r := run.Run("install"); r.Code != 0 || !strings.Contains(r.Out, "customresourcedefinition.apiextensions.k8s.io/canaries.apps.workload.dev serverside-applied") {
 		t.Fatalf("install: exit %d", r.Code)
 	}
-	eventually("the CRDs to serve", func(ctx context.Context) (bool, string) {
-		_, err := apps.AppsV1alpha1().Canaries("default").List(ctx, metav1.ListOptions{})
-		_, err2 := apps.AppsV1alpha1().TApps("default").List(ctx, metav1.ListOptions{})
-		return err == nil && err2 == nil, fmt.Sprint(err, err2)
-	})
+	// install returns only once the API server serves every CRD: the kinds work at once.
+	if _, err := apps.AppsV1alpha1().Canaries("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("Canaries not served right after install: %v", err)
+	}
+	if _, err := apps.AppsV1alpha1().TApps("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("TApps not served right after install: %v", err)
+	}
+	if _, err := apps.AppsV1alpha1().UnitedDeployments("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("UnitedDeployments not served right after install: %v", err)
+	}
 	for _, ns := range []string{"shop", "games"} {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
