@@ -7,7 +7,8 @@ MODULE := $(shell $(GO) list -m)
 VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.1.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X $(MODULE)/pkg/version.Version=$(VERSION) -X $(MODULE)/pkg/version.GitCommit=$(COMMIT)
-# End-to-end packages start a control plane each; give them room on a 2-core machine.
+# End-to-end packages start a control plane each; give them room on a 2-core machine. They run
+# with -count=1: their result depends on binaries and a cluster that go test's cache cannot see.
 TEST_TIMEOUT ?= 60m
 
 .PHONY: all build test test-unit test-e2e generate verify fmt vet clean help
@@ -24,7 +25,7 @@ build: ## Build bin/kubectl-workload and bin/workload-agent.
 test: ## Run every test: unit tests, then end-to-end tests on a local control plane.
 test: cluster-bins cluster-kubectl
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/)
-	$(GO) test -timeout $(TEST_TIMEOUT) -p 1 ./test/...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test -race $$($(GO) list ./... | grep -v /test/)
