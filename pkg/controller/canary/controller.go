@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/worker"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	informers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -144,46 +143,15 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		c.queue.ShutDown()
 		return
 	}
-	if workers < 1 {
-		workers = 1
-	}
-	logger.Info("Starting workers", "count", workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer utilruntime.HandleCrash()
-			for c.processNextWorkItem(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down workers")
-	c.queue.ShutDown()
-	wg.Wait()
+	logger.Info("Starting workers", "count", max(workers, 1))
+	worker.Queue[cache.ObjectName]{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Lagging: cacheLagging}.Run(ctx, workers)
+	logger.Info("Shut down workers")
 }
 
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	err := c.syncHandler(ctx, key)
-	if err == nil {
-		c.queue.Forget(key)
-		return true
-	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale) {
-		// The cache lagged this controller's own writes; the informer event is on its way.
-		klog.FromContext(ctx).V(2).Info("Cache behind the API server; requeuing", "canary", key, "err", err)
-	} else {
-		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing Canary; requeuing", "canary", key)
-	}
-	c.queue.AddRateLimited(key)
-	return true
+// cacheLagging reports errors that only mean the cache lagged this controller's own writes: the
+// informer event is on its way, so they are requeued without an error log.
+func cacheLagging(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale)
 }
 
 func (c *Controller) enqueueCanary(obj interface{}) {
@@ -226,9 +194,6 @@ func (c *Controller) handleDeployment(obj interface{}) {
 // syncHandler reconciles one Canary: it reads the Canary and its Deployments from the listers,
 // makes the writes its state calls for and records the outcome in status.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (err error) {
-	start := time.Now()
-	defer func() { metrics.ObserveReconcile(ControllerName, start, err) }()
-
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)

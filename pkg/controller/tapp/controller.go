@@ -8,10 +8,8 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -23,10 +21,10 @@ import (
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/worker"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
-	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 )
 
 // ControllerName names the controller in logs, metrics, the work queue and events.
@@ -133,48 +131,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		c.queue.ShutDown()
 		return
 	}
-	workers = max(workers, 1)
-	done := make(chan struct{}, workers)
-	for i := 0; i < workers; i++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			wait.UntilWithContext(ctx, c.runWorker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	for i := 0; i < workers; i++ {
-		<-done
-	}
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-
-	start := time.Now()
-	err := c.syncHandler(ctx, name)
-	metrics.ObserveReconcile(ControllerName, start, err)
-	if err == nil {
-		c.queue.Forget(name)
-		return true
-	}
-	if apierrors.IsConflict(err) {
-		// The TApp or a pod changed under us; the newer version is on its way to the cache.
-		klog.FromContext(ctx).V(2).Info("Conflict syncing TApp; requeuing", "tapp", name, "err", err)
-	} else {
-		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing TApp; requeuing", "tapp", name)
-	}
-	c.queue.AddRateLimited(name)
-	return true
+	worker.Queue[cache.ObjectName]{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler}.Run(ctx, workers)
 }
 
 func (c *Controller) enqueueTApp(obj any) {

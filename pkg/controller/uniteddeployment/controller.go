@@ -3,14 +3,12 @@ package uniteddeployment
 import (
 	"context"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +22,7 @@ import (
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/worker"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	udinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -150,51 +149,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		c.queue.ShutDown()
 		return
 	}
-	if workers < 1 {
-		workers = 1
-	}
-	done := make(chan struct{}, workers)
-	for i := 0; i < workers; i++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			wait.UntilWithContext(ctx, c.runWorker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down controller", "controller", ControllerName)
-	c.queue.ShutDownWithDrain()
-	for i := 0; i < workers; i++ {
-		<-done
-	}
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	start := time.Now()
-	err := c.syncHandler(ctx, key)
-	metrics.ObserveReconcile(ControllerName, start, err)
-	if err == nil {
-		c.queue.Forget(key)
-		return true
-	}
-	if apierrors.IsConflict(err) {
-		// A write raced a change the cache had not shown yet; the retry reads the new state.
-		klog.FromContext(ctx).V(2).Info("Conflict syncing; requeuing", "controller", ControllerName, "key", key, "err", err)
-	} else {
-		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing", "controller", ControllerName, "key", key)
-	}
-	c.queue.AddRateLimited(key)
-	return true
+	worker.Queue[string]{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler}.Run(ctx, workers)
+	logger.Info("Shut down controller", "controller", ControllerName)
 }
 
 // enqueue adds a UnitedDeployment (or a tombstone of one) to the queue.
