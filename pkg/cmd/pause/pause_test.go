@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
@@ -16,6 +19,9 @@ func objects(paused bool) []runtime.Object {
 		return metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace}
 	}
 	tapp := &v1alpha1.TApp{ObjectMeta: meta("web")}
+	tapp.Spec.Replicas = ptr.To[int32](3)
+	tapp.Spec.UpdateStrategy.Partition = ptr.To[int32](1)
+	tapp.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.27"}}
 	tapp.Spec.UpdateStrategy.Paused = paused
 	ud := &v1alpha1.UnitedDeployment{ObjectMeta: meta("orders")}
 	ud.Spec.UpdateStrategy.Paused = paused
@@ -78,9 +84,10 @@ func TestPauseChangesOnlyTheSwitch(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
 		t.Fatal(err)
 	}
+	// The whole spec, not a few fields: a patch that touched anything else must fail here.
 	want := objects(false)[0].(*v1alpha1.TApp)
 	want.Spec.UpdateStrategy.Paused = true
-	if got.Spec.UpdateStrategy.Paused != true || got.Spec.UpdateStrategy.Template != want.Spec.UpdateStrategy.Template || got.Spec.Replicas != want.Spec.Replicas {
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
 		t.Errorf("stored spec %+v, want %+v", got.Spec, want.Spec)
 	}
 }
