@@ -28,7 +28,7 @@ func ReplicasOf(k Kind, obj *unstructured.Unstructured) (Replicas, error) {
 		if err := fromUnstructured(obj, &t); err != nil {
 			return Replicas{}, err
 		}
-		replicas := deref(t.Spec.Replicas, 1)
+		replicas := v1alpha1.ReplicasOrDefault(t.Spec.Replicas)
 		wanted := replicas
 		for id := int32(0); id < replicas; id++ {
 			if t.Spec.Statuses[strconv.Itoa(int(id))] == v1alpha1.InstanceKilled {
@@ -41,7 +41,7 @@ func ReplicasOf(k Kind, obj *unstructured.Unstructured) (Replicas, error) {
 		if err := fromUnstructured(obj, &ud); err != nil {
 			return Replicas{}, err
 		}
-		return Replicas{deref(ud.Spec.Replicas, 1), ud.Status.ReadyReplicas, ud.Status.UpdatedReplicas}, nil
+		return Replicas{v1alpha1.ReplicasOrDefault(ud.Spec.Replicas), ud.Status.ReadyReplicas, ud.Status.UpdatedReplicas}, nil
 	case Canary.Name:
 		var c v1alpha1.Canary
 		if err := fromUnstructured(obj, &c); err != nil {

@@ -16,13 +16,14 @@ var Promotable = []Kind{Canary, UnitedDeployment}
 // approvedBatchPath is where a Canary records the highest batch a person approved.
 var approvedBatchPath = []string{"spec", "approvedBatch"}
 
-// CanaryBatchCount is the number of batches of a Canary's plan: spec.batches, or the length of
-// spec.batchSizes.
+// CanaryBatchCount is the number of batches of a Canary's plan, as the agent computes it (0
+// for a spec the agent cannot plan).
 func CanaryBatchCount(c *v1alpha1.Canary) int32 {
-	if c.Spec.Batches != nil {
-		return *c.Spec.Batches
+	plan, err := v1alpha1.CanaryBatchPlan(&c.Spec)
+	if err != nil {
+		return 0
 	}
-	return int32(len(c.Spec.BatchSizes))
+	return int32(len(plan))
 }
 
 // WaitingBatch is the batch a Canary is paused at, waiting for promotion (status.currentBatch

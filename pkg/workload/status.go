@@ -148,23 +148,13 @@ func deref(p *int32, def int32) int32 {
 	return *p
 }
 
-// TApp condition types and reasons, as the agent writes them.
-const (
-	tappConditionProgressing    = "Progressing"
-	tappConditionReplicaFailure = "ReplicaFailure"
-	tappReasonRolloutComplete   = "RolloutComplete"
-)
-
-// tappSpecFailures are the ReplicaFailure reasons that only a change of the spec can clear.
-var tappSpecFailures = map[string]bool{"InvalidSelector": true, "SelectorMismatch": true, "TemplateNotFound": true}
-
 func tappStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	var t v1alpha1.TApp
 	if err := fromUnstructured(obj, &t); err != nil {
 		return RolloutStatus{}, err
 	}
 	st := t.Status
-	replicas := deref(t.Spec.Replicas, 1)
+	replicas := v1alpha1.ReplicasOrDefault(t.Spec.Replicas)
 	partition := deref(t.Spec.UpdateStrategy.Partition, 0)
 	// The instances that should run: ids below replicas that are not killed; of those, the ones
 	// at or above the partition are the ones the rollout moves.
@@ -183,9 +173,9 @@ func tappStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		return staleStatus(agentName, t.Generation, st.ObservedGeneration, progress), nil
 	}
 	counts := fmt.Sprintf("%d of %s updated, %d ready, %d available", st.UpdatedReplicas, plural(wanted, "instance", "instances"), st.ReadyReplicas, st.AvailableReplicas)
-	if c := trueCondition(st.Conditions, tappConditionReplicaFailure); c != nil {
+	if c := trueCondition(st.Conditions, v1alpha1.ConditionReplicaFailure); c != nil {
 		failure := fmt.Sprintf("%s: %s; %s", c.Reason, c.Message, counts)
-		if tappSpecFailures[c.Reason] {
+		if v1alpha1.TAppSpecFailures[c.Reason] {
 			return status(StateDegraded, failure, progress), nil
 		}
 		// A failed create or delete is retried by the agent: report it, keep waiting.
@@ -195,8 +185,8 @@ func tappStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		return status(StateDegraded, "instances failed; "+counts, progress), nil
 	}
 	var complete bool
-	if c := meta.FindStatusCondition(st.Conditions, tappConditionProgressing); c != nil && c.ObservedGeneration >= t.Generation {
-		complete = c.Status == metav1.ConditionTrue && c.Reason == tappReasonRolloutComplete
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.ObservedGeneration >= t.Generation {
+		complete = c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonRolloutComplete
 	} else {
 		complete = st.UpdatedReplicas >= rolled && st.AvailableReplicas >= wanted && st.Replicas <= wanted
 	}
@@ -294,7 +284,7 @@ func unitedDeploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, erro
 		return RolloutStatus{}, err
 	}
 	st := ud.Status
-	replicas := deref(ud.Spec.Replicas, 1)
+	replicas := v1alpha1.ReplicasOrDefault(ud.Spec.Replicas)
 	width := 0
 	for _, s := range st.SubsetStatuses {
 		width = max(width, len(s.Name))
@@ -402,7 +392,7 @@ func deploymentRollout(d *appsv1.Deployment) RolloutStatus {
 	if d.Generation > st.ObservedGeneration {
 		return staleStatus(kcmName, d.Generation, st.ObservedGeneration, nil)
 	}
-	replicas := deref(d.Spec.Replicas, 1)
+	replicas := v1alpha1.ReplicasOrDefault(d.Spec.Replicas)
 	counts := fmt.Sprintf("%d of %s updated, %d ready, %d available", st.UpdatedReplicas, plural(replicas, "replica", "replicas"), st.ReadyReplicas, st.AvailableReplicas)
 	for _, c := range st.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
@@ -438,7 +428,7 @@ func statefulSetRollout(s *appsv1.StatefulSet) RolloutStatus {
 	if s.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
 		return staleStatus(kcmName, s.Generation, st.ObservedGeneration, nil)
 	}
-	replicas := deref(s.Spec.Replicas, 1)
+	replicas := v1alpha1.ReplicasOrDefault(s.Spec.Replicas)
 	var partition int32
 	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
 		partition = min(deref(ru.Partition, 0), replicas)

@@ -294,7 +294,7 @@ func (t *treeReader) tapp(obj *unstructured.Unstructured) (*Node, error) {
 	if err := fromUnstructured(obj, &tapp); err != nil {
 		return nil, err
 	}
-	replicas := deref(tapp.Spec.Replicas, 1)
+	replicas := v1alpha1.ReplicasOrDefault(tapp.Spec.Replicas)
 	var wanted int32
 	for id := int32(0); id < replicas; id++ {
 		if tapp.Spec.Statuses[strconv.Itoa(int(id))] != v1alpha1.InstanceKilled {
@@ -392,7 +392,7 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 		return nil, err
 	}
 	st, stErr := RolloutStatusOf(UnitedDeployment, obj)
-	root := workloadNode(UnitedDeployment, obj, obj, st, stErr, ud.Status.ReadyReplicas, deref(ud.Spec.Replicas, 1))
+	root := workloadNode(UnitedDeployment, obj, obj, st, stErr, ud.Status.ReadyReplicas, v1alpha1.ReplicasOrDefault(ud.Spec.Replicas))
 	kind, ok := subsetKind(&ud)
 	if !ok {
 		return root, nil
@@ -526,7 +526,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 // pods, otherwise the pods hang from the Deployment directly. obj is the Deployment as read, for
 // output.
 func (t *treeReader) deployment(d *appsv1.Deployment, obj runtime.Object, revisions bool) (*Node, error) {
-	root := workloadNode(Deployment, obj, d, deploymentRollout(d), nil, d.Status.ReadyReplicas, deref(d.Spec.Replicas, 1))
+	root := workloadNode(Deployment, obj, d, deploymentRollout(d), nil, d.Status.ReadyReplicas, v1alpha1.ReplicasOrDefault(d.Spec.Replicas))
 	sel, err := selectorOf(d.Spec.Selector, nil)
 	if err != nil {
 		return nil, err
@@ -593,7 +593,7 @@ func (t *treeReader) deployment(d *appsv1.Deployment, obj runtime.Object, revisi
 // statefulSet draws a StatefulSet's pods; with revisions, grouped by the revision they run. obj
 // is the StatefulSet as read, for output.
 func (t *treeReader) statefulSet(s *appsv1.StatefulSet, obj runtime.Object, revisions bool) (*Node, error) {
-	root := workloadNode(StatefulSet, obj, s, statefulSetRollout(s), nil, s.Status.ReadyReplicas, deref(s.Spec.Replicas, 1))
+	root := workloadNode(StatefulSet, obj, s, statefulSetRollout(s), nil, s.Status.ReadyReplicas, v1alpha1.ReplicasOrDefault(s.Spec.Replicas))
 	sel, err := selectorOf(s.Spec.Selector, nil)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,6 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
-	canaryctrl "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
 )
 
 // withApply makes the fake cluster accept server-side apply (the fake client's tracker does
@@ -238,7 +237,7 @@ func installed(t *testing.T, objs ...runtime.Object) []runtime.Object {
 // subset TApp it controls.
 func workloads() []runtime.Object {
 	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "games"}}
-	canary := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop", Finalizers: []string{CanaryFinalizer}}}
+	canary := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop", Finalizers: []string{v1alpha1.FinalizerOrphanCanary}}}
 	ud := &v1alpha1.UnitedDeployment{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: "uid-orders"}}
 	subset := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "orders-zone-a-x7k2p", Namespace: "shop",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.workload.dev/v1alpha1", Kind: "UnitedDeployment", Name: "orders", UID: "uid-orders", Controller: ptrTo(true)}}}}
@@ -335,7 +334,7 @@ func TestUninstallForceTimeoutDeletesNothingElse(t *testing.T) {
 	defer func(p time.Duration) { pollInterval = p }(pollInterval)
 	pollInterval = time.Hour
 	res := cmdtest.Run(t, withAgentAndGC(NewCmdUninstall, 0), installed(t, workloads()...), "--force", "--timeout=50ms")
-	if res.Code != 1 || !strings.Contains(res.Fatal, "canary shop/checkout (finalizer "+CanaryFinalizer+") left") {
+	if res.Code != 1 || !strings.Contains(res.Fatal, "canary shop/checkout (finalizer "+v1alpha1.FinalizerOrphanCanary+") left") {
 		t.Fatalf("exit %d %q", res.Code, res.Fatal)
 	}
 	for _, a := range res.Actions {
@@ -343,13 +342,6 @@ func TestUninstallForceTimeoutDeletesNothingElse(t *testing.T) {
 			!strings.HasPrefix(a, "delete canaries/") && !strings.HasPrefix(a, "delete tapps/") {
 			t.Errorf("deleted %s although the workloads were not gone", a)
 		}
-	}
-}
-
-// The finalizer uninstall waits for is the one the Canary controller puts on.
-func TestCanaryFinalizerIsTheControllers(t *testing.T) {
-	if CanaryFinalizer != canaryctrl.FinalizerOrphanCanary {
-		t.Errorf("CanaryFinalizer %q, the Canary controller's %q", CanaryFinalizer, canaryctrl.FinalizerOrphanCanary)
 	}
 }
 

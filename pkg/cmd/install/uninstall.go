@@ -17,6 +17,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -60,10 +61,6 @@ var (
 		# Show what would be deleted
 		kubectl workload uninstall --dry-run=client`)
 )
-
-// CanaryFinalizer is the finalizer the agent's Canary controller puts on every Canary
-// (pkg/controller/canary.FinalizerOrphanCanary; a test checks they agree).
-const CanaryFinalizer = "apps.workload.dev/orphan-canary-deployment"
 
 // pollInterval is how often uninstall --force checks whether the workloads are gone.
 var pollInterval = time.Second
@@ -286,8 +283,8 @@ func (o *UninstallOptions) deleteWorkloads(ctx context.Context, agent *unstructu
 			}
 			for _, item := range items {
 				name := fmt.Sprintf("%s %s/%s", k.Short, item.GetNamespace(), item.GetName())
-				if slices.Contains(item.GetFinalizers(), CanaryFinalizer) {
-					name += " (finalizer " + CanaryFinalizer + ")"
+				if slices.Contains(item.GetFinalizers(), v1alpha1.FinalizerOrphanCanary) {
+					name += " (finalizer " + v1alpha1.FinalizerOrphanCanary + ")"
 				}
 				left = append(left, name)
 			}

@@ -216,7 +216,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (err
 	r.status = *r.canary.Status.DeepCopy()
 	// The finalizer goes on before anything else, so that no canary Deployment exists for a
 	// Canary that can be deleted without it.
-	if !slices.Contains(r.canary.Finalizers, FinalizerOrphanCanary) {
+	if !slices.Contains(r.canary.Finalizers, v1alpha1.FinalizerOrphanCanary) {
 		if gone, err := r.addFinalizer(); gone || err != nil {
 			return err
 		}
@@ -279,10 +279,7 @@ func replicasOf(d *appsv1.Deployment) int32 {
 	if d == nil {
 		return 0
 	}
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
+	return v1alpha1.ReplicasOrDefault(d.Spec.Replicas)
 }
 
 // statusObserved reports whether the Deployment controller has observed d's latest spec, so that

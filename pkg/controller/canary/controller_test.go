@@ -64,7 +64,7 @@ func TestReleasePauseFirst(t *testing.T) {
 		t.Errorf("batch 1 times: %v, %v; want start %v and no finish", b.StartTime, b.FinishTime, start)
 	}
 	var snap StableSnapshot
-	if err := json.Unmarshal([]byte(c.Annotations[AnnotationStableSnapshot]), &snap); err != nil {
+	if err := json.Unmarshal([]byte(c.Annotations[v1alpha1.AnnotationStableSnapshot]), &snap); err != nil {
 		t.Fatalf("snapshot annotation: %v", err)
 	}
 	if snap.Deployment != "checkout" || snap.Replicas != 10 || snap.Template.Spec.Containers[0].Image != "nginx:1.26" {
@@ -86,7 +86,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable.IntValue() != 0 {
 		t.Errorf("canary Deployment strategy: %+v; want maxUnavailable 0", d.Spec.Strategy)
 	}
-	f.wantEvent("Normal " + EventBatchStarted)
+	f.wantEvent("Normal " + v1alpha1.EventBatchStarted)
 	f.settled()
 
 	// Batch 1's pod is available: the stable Deployment gives one pod up, and the release
@@ -100,7 +100,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	if !strings.Contains(c.Status.Message, "waiting for promotion") {
 		t.Errorf("message %q", c.Status.Message)
 	}
-	f.wantEvent("Normal " + EventBatchPaused)
+	f.wantEvent("Normal " + v1alpha1.EventBatchPaused)
 	f.settled()
 	f.available("checkout", 9)
 	f.step(writeStatus) // the counts changed
@@ -113,7 +113,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
 	f.step(writeStatus, patchCanary+replicas(4))
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
-	f.wantEvent("Normal " + EventPromoted)
+	f.wantEvent("Normal " + v1alpha1.EventPromoted)
 	f.settled()
 	// The same promote again changes nothing.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
@@ -138,8 +138,8 @@ func TestReleasePauseFirst(t *testing.T) {
 	f.available("checkout-canary", 10)
 	f.step(writeStatus, patchStable+replicas(0))
 	c = f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
-	f.wantEvent("Normal " + EventReleaseComplete)
-	if cond := meta.FindStatusCondition(c.Status.Conditions, ConditionProgressing); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonCompleted {
+	f.wantEvent("Normal " + v1alpha1.EventReleaseComplete)
+	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonCompleted {
 		t.Errorf("Progressing condition: %+v", cond)
 	}
 	f.available("checkout", 0)
@@ -213,7 +213,7 @@ func TestPausedMidBatch(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 2, U, 4, 9, func(c *v1alpha1.Canary) { c.Spec.Paused = true })
 	f.step(writeStatus)
 	c := f.status(v1alpha1.CanaryPaused, 2, C, U, P, P)
-	if cond := meta.FindStatusCondition(c.Status.Conditions, ConditionProgressing); cond == nil || cond.Reason != ReasonPausedBySpec {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing); cond == nil || cond.Reason != v1alpha1.ReasonPausedBySpec {
 		t.Errorf("Progressing condition: %+v", cond)
 	}
 	f.settled()
@@ -273,7 +273,7 @@ func TestRollbackFromBatch3(t *testing.T) {
 	// Stable first; the canary keeps its pods.
 	f.step(writeStatus, patchStable+replicas(10))
 	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
-	f.wantEvent("Normal " + EventRollingBack)
+	f.wantEvent("Normal " + v1alpha1.EventRollingBack)
 	f.settled()
 	// The stable pods exist but only some are available: the canary still waits.
 	f.editDeployment("checkout", func(d *appsv1.Deployment) {
@@ -289,7 +289,7 @@ func TestRollbackFromBatch3(t *testing.T) {
 	f.available("checkout-canary", 0)
 	f.step(writeStatus)
 	c := f.status(v1alpha1.CanaryRolledBack, 3, C, C, U, P)
-	f.wantEvent("Normal " + EventRolledBack)
+	f.wantEvent("Normal " + v1alpha1.EventRolledBack)
 	if c.Status.StableAvailable != 10 || c.Status.CanaryReplicas != 0 {
 		t.Errorf("counts: %+v", c.Status)
 	}
@@ -321,7 +321,7 @@ func TestRollbackAfterCompletionRestoresStableTemplate(t *testing.T) {
 	if _, ok := d.Spec.Template.Labels["extra"]; ok {
 		t.Errorf("the restored template kept a label added since: %v", d.Spec.Template.Labels)
 	}
-	f.wantEvent("Normal " + EventRollingBack)
+	f.wantEvent("Normal " + v1alpha1.EventRollingBack)
 	f.status(v1alpha1.CanaryRollingBack, 4, C, C, C, C)
 	f.settled()
 	f.available("checkout", 10)
@@ -343,7 +343,7 @@ func TestReleaseRestartsAfterRollback(t *testing.T) {
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
 	f.step(writeStatus, patchCanary+replicas(1))
 	f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
-	f.wantEvent("Normal " + EventRestarted)
+	f.wantEvent("Normal " + v1alpha1.EventRestarted)
 }
 
 func TestDegradedWhenStableIsMissing(t *testing.T) {
@@ -353,10 +353,10 @@ func TestDegradedWhenStableIsMissing(t *testing.T) {
 	if !strings.Contains(c.Status.Message, `stable Deployment "checkout" not found`) {
 		t.Errorf("message %q", c.Status.Message)
 	}
-	if cond := meta.FindStatusCondition(c.Status.Conditions, ConditionDegraded); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != ReasonStableNotFound {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonStableNotFound {
 		t.Errorf("Degraded condition: %+v", cond)
 	}
-	f.wantEvent("Warning " + ReasonStableNotFound)
+	f.wantEvent("Warning " + v1alpha1.ReasonStableNotFound)
 	f.settled()
 	if len(f.events()) != 0 {
 		t.Error("a settled Degraded Canary keeps emitting events")
@@ -388,11 +388,11 @@ func TestDegradedWhenTheCanaryNameIsTaken(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10), other)
 	f.step(addFinalizer, writeStatus)
 	c := f.status(v1alpha1.CanaryDegraded, 0)
-	if cond := meta.FindStatusCondition(c.Status.Conditions, ConditionDegraded); cond == nil || cond.Reason != ReasonCanaryNameConflict ||
+	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded); cond == nil || cond.Reason != v1alpha1.ReasonCanaryNameConflict ||
 		!strings.Contains(cond.Message, `Deployment "checkout-canary" already exists and is not owned by this Canary`) {
 		t.Errorf("Degraded condition: %+v", cond)
 	}
-	if _, ok := c.Annotations[AnnotationStableSnapshot]; ok {
+	if _, ok := c.Annotations[v1alpha1.AnnotationStableSnapshot]; ok {
 		t.Error("snapshot written while degraded")
 	}
 	f.settled()

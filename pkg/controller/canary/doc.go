@@ -20,7 +20,7 @@
 //
 // # Batches
 //
-// BatchPlan gives the canary pods of every batch. status.currentBatch and the per-batch states
+// v1alpha1.CanaryBatchPlan gives the canary pods of every batch. status.currentBatch and the per-batch states
 // in status.batches (Pending, Upgrading, Paused, Completed, with start and finish times) are the
 // controller's memory of where the release is. A batch completes when the canary Deployment
 // runs exactly its pods, from the Canary's current template and minReadySeconds, all available
@@ -62,7 +62,7 @@
 // # Rollback
 //
 // Before it creates the canary Deployment, the controller records the stable Deployment (name,
-// replicas and pod template) in the Canary's AnnotationStableSnapshot. spec.rollback then, at any
+// replicas and pod template) in the Canary's v1alpha1.AnnotationStableSnapshot. spec.rollback then, at any
 // batch or after completion: restores that pod template on the stable Deployment if it changed
 // since (one JSON patch replacing /spec/template and /spec/replicas) or else scales it to
 // spec.replicas; waits until the stable Deployment has spec.replicas pods available on its
@@ -88,9 +88,9 @@
 // with it, and restoring the stable Deployment is then a manual scale.
 //
 // The canary Deployment carries the Canary's controller reference, so the garbage collector
-// would delete it with the Canary. The controller therefore adds FinalizerOrphanCanary to every
+// would delete it with the Canary. The controller therefore adds v1alpha1.FinalizerOrphanCanary to every
 // Canary on its first sync, before anything else and before it creates the canary Deployment
-// (a merge patch {"metadata":{"finalizers":[...,FinalizerOrphanCanary],"resourceVersion":<read>}},
+// (a merge patch {"metadata":{"finalizers":[...,v1alpha1.FinalizerOrphanCanary],"resourceVersion":<read>}},
 // which lists the finalizers already there and is refused with 409 if the Canary changed since
 // it was read). A Canary released by an agent without the finalizer gets it on its next sync;
 // deleted before that, its canary Deployment is garbage collected.

@@ -18,11 +18,6 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// FinalizerOrphanCanary holds a deleted Canary until the controller has removed the Canary's
-// owner reference from its canary Deployment, so that the garbage collector does not delete a
-// Deployment that may be serving every pod.
-const FinalizerOrphanCanary = "apps.workload.dev/orphan-canary-deployment"
-
 // Events of a Canary's deletion.
 const (
 	// EventOrphaned: the canary Deployment no longer has the deleted Canary as its owner.
@@ -44,14 +39,14 @@ func staleIfInvalid(err error) error {
 	return err
 }
 
-// addFinalizer adds FinalizerOrphanCanary to the Canary, with a merge patch carrying the
+// addFinalizer adds v1alpha1.FinalizerOrphanCanary to the Canary, with a merge patch carrying the
 // resourceVersion read: it applies only to the Canary as this sync saw it (409 Conflict
 // otherwise), so the sync can go on from that Canary, whose resourceVersion it updates. It
 // reports gone when the Canary no longer exists: it was deleted before its first sync, and
 // nothing is to be done.
 func (r *reconciler) addFinalizer() (gone bool, err error) {
 	cn := r.canary
-	finalizers := append(slices.Clone(cn.Finalizers), FinalizerOrphanCanary)
+	finalizers := append(slices.Clone(cn.Finalizers), v1alpha1.FinalizerOrphanCanary)
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": cn.ResourceVersion,
@@ -66,7 +61,7 @@ func (r *reconciler) addFinalizer() (gone bool, err error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("adding finalizer %s: %w", FinalizerOrphanCanary, err)
+		return false, fmt.Errorf("adding finalizer %s: %w", v1alpha1.FinalizerOrphanCanary, err)
 	}
 	cn.ResourceVersion = updated.ResourceVersion
 	cn.Finalizers = finalizers
@@ -76,9 +71,9 @@ func (r *reconciler) addFinalizer() (gone bool, err error) {
 // finalize runs when the Canary has a deletionTimestamp. Unless the Canary is deleted in the
 // foreground (which asks for its dependents to be deleted), it removes the Canary's owner
 // reference from every Deployment that has one, leaving their replicas as they are; then it
-// removes FinalizerOrphanCanary. It writes no status.
+// removes v1alpha1.FinalizerOrphanCanary. It writes no status.
 func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary) error {
-	i := slices.Index(cn.Finalizers, FinalizerOrphanCanary)
+	i := slices.Index(cn.Finalizers, v1alpha1.FinalizerOrphanCanary)
 	if i < 0 {
 		return nil
 	}
@@ -93,7 +88,7 @@ func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary) error {
 	}
 
 	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", i), "value": FinalizerOrphanCanary},
+		{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", i), "value": v1alpha1.FinalizerOrphanCanary},
 		{"op": "remove", "path": fmt.Sprintf("/metadata/finalizers/%d", i)},
 	})
 	if err != nil {
@@ -101,9 +96,9 @@ func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary) error {
 	}
 	_, err = c.client.AppsV1alpha1().Canaries(cn.Namespace).Patch(ctx, cn.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer %s: %w", FinalizerOrphanCanary, staleIfInvalid(err))
+		return fmt.Errorf("removing finalizer %s: %w", v1alpha1.FinalizerOrphanCanary, staleIfInvalid(err))
 	}
-	logger.V(2).Info("Removed finalizer", "finalizer", FinalizerOrphanCanary)
+	logger.V(2).Info("Removed finalizer", "finalizer", v1alpha1.FinalizerOrphanCanary)
 	return nil
 }
 

@@ -33,7 +33,7 @@ func TestFinalizerAddedOnFirstSync(t *testing.T) {
 	if got, want := f.patches[0], `{"metadata":{"finalizers":["apps.workload.dev/orphan-canary-deployment"],"resourceVersion":"1"}}`; got != want {
 		t.Errorf("finalizer patch %s; want %s", got, want)
 	}
-	if c := f.canary(); !slices.Equal(c.Finalizers, []string{FinalizerOrphanCanary}) {
+	if c := f.canary(); !slices.Equal(c.Finalizers, []string{v1alpha1.FinalizerOrphanCanary}) {
 		t.Errorf("finalizers %q", c.Finalizers)
 	}
 	f.settled()
@@ -133,7 +133,7 @@ func TestDeletionOrphansTheCanaryDeployment(t *testing.T) {
 // the Canary before ours: exactly our entries go, by index and tested by value.
 func TestDeletionKeepsOtherOwnersAndFinalizers(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 2, C, 4, 6, func(c *v1alpha1.Canary) {
-		c.Finalizers = []string{"example.com/keep", FinalizerOrphanCanary}
+		c.Finalizers = []string{"example.com/keep", v1alpha1.FinalizerOrphanCanary}
 		deleting(c)
 	})
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "release-notes", UID: "other-uid"}
@@ -161,7 +161,7 @@ func TestDeletionKeepsOtherOwnersAndFinalizers(t *testing.T) {
 // finalizer goes.
 func TestDeletionWithoutACanaryDeployment(t *testing.T) {
 	cn := newCanary(v1alpha1.PauseFirst)
-	cn.Finalizers = []string{FinalizerOrphanCanary}
+	cn.Finalizers = []string{v1alpha1.FinalizerOrphanCanary}
 	deleting(cn)
 	f := newFixture(t, cn, newStable(10))
 	f.step(removeFinalizer)
@@ -176,7 +176,7 @@ func TestDeletionLeavesAnotherDeploymentAlone(t *testing.T) {
 	other.Name, other.UID = "checkout-canary", "someone-elses"
 	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other-uid"}}
 	cn := newCanary(v1alpha1.PauseFirst)
-	cn.Finalizers = []string{FinalizerOrphanCanary}
+	cn.Finalizers = []string{v1alpha1.FinalizerOrphanCanary}
 	deleting(cn)
 	f := newFixture(t, cn, newStable(10), other)
 	f.step(removeFinalizer)
@@ -218,11 +218,11 @@ func TestDeletionOrphansACanaryDeploymentNotYetCached(t *testing.T) {
 // patched again and no second Event is sent.
 func TestDeletionRetriesAStaleFinalizerIndex(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 4, C, 10, 0, func(c *v1alpha1.Canary) {
-		c.Finalizers = []string{"orphan", FinalizerOrphanCanary}
+		c.Finalizers = []string{"orphan", v1alpha1.FinalizerOrphanCanary}
 		deleting(c)
 	})
 	f.refresh()
-	f.editCanary(func(c *v1alpha1.Canary) { c.Finalizers = []string{FinalizerOrphanCanary} }) // the cache lags
+	f.editCanary(func(c *v1alpha1.Canary) { c.Finalizers = []string{v1alpha1.FinalizerOrphanCanary} }) // the cache lags
 	actions, err := f.trySync()
 	if !errors.Is(err, errStale) {
 		t.Fatalf("sync error %v; want errStale", err)
@@ -241,7 +241,7 @@ func TestDeletionRetriesAStaleFinalizerIndex(t *testing.T) {
 // controller does not race it, and says so.
 func TestForegroundDeletion(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 4, C, 10, 0, func(c *v1alpha1.Canary) {
-		c.Finalizers = []string{metav1.FinalizerDeleteDependents, FinalizerOrphanCanary}
+		c.Finalizers = []string{metav1.FinalizerDeleteDependents, v1alpha1.FinalizerOrphanCanary}
 		deleting(c)
 	})
 	f.step(`patch canaries checkout [{"op":"test","path":"/metadata/finalizers/1","value":"apps.workload.dev/orphan-canary-deployment"},{"op":"remove","path":"/metadata/finalizers/1"}]`)

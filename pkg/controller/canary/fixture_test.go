@@ -427,7 +427,7 @@ func newStable(replicas int32) *appsv1.Deployment {
 	}
 }
 
-// snapshotOf is the AnnotationStableSnapshot value for d.
+// snapshotOf is the v1alpha1.AnnotationStableSnapshot value for d.
 func snapshotOf(d *appsv1.Deployment) string {
 	raw, _ := json.Marshal(StableSnapshot{Deployment: d.Name, Replicas: *d.Spec.Replicas, Template: d.Spec.Template})
 	return string(raw)
@@ -441,8 +441,8 @@ func midRelease(t *testing.T, pause v1alpha1.PauseType, current int32, state v1a
 	cn := newCanary(pause)
 	st := newStable(stable)
 	orig := newStable(10)
-	cn.Annotations = map[string]string{AnnotationStableSnapshot: snapshotOf(orig)}
-	cn.Finalizers = []string{FinalizerOrphanCanary}
+	cn.Annotations = map[string]string{v1alpha1.AnnotationStableSnapshot: snapshotOf(orig)}
+	cn.Finalizers = []string{v1alpha1.FinalizerOrphanCanary}
 	plan := []int32{1, 4, 7, 10}
 	t0 := metav1.NewTime(start.Add(-time.Hour))
 	for i, size := range plan {

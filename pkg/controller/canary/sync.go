@@ -20,65 +20,8 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-const (
-	// AnnotationStableSnapshot, on a Canary, holds the stable Deployment as it was when the
-	// release began (a JSON StableSnapshot). Rollback restores the stable pod template from it
-	// if it changed since. The controller writes it once, before it creates the canary
-	// Deployment, and never changes it afterwards.
-	AnnotationStableSnapshot = "apps.workload.dev/stable-snapshot"
-	// AnnotationTemplateHash, on a canary Deployment, is the hash of the Canary's
-	// spec.canary.template and spec.minReadySeconds it was last written from. The controller
-	// rewrites the Deployment's template when the hash no longer matches.
-	AnnotationTemplateHash = "apps.workload.dev/canary-template-hash"
-)
-
-// Condition types of a Canary.
-const (
-	// ConditionProgressing is True while the release or a rollback moves pods, False while it is
-	// paused, complete, rolled back or degraded.
-	ConditionProgressing = "Progressing"
-	// ConditionAvailable is True when available stable and canary pods together reach
-	// spec.replicas.
-	ConditionAvailable = "Available"
-	// ConditionDegraded is True when the controller cannot act on the Canary (see the reason).
-	ConditionDegraded = "Degraded"
-)
-
-// Reasons of conditions and Events.
-const (
-	ReasonStableNotFound      = "StableNotFound"
-	ReasonCanaryNameConflict  = "CanaryNameConflict"
-	ReasonInvalidSpec         = "InvalidSpec"
-	ReasonSelectorMismatch    = "SelectorMismatch"
-	ReasonAsExpected          = "AsExpected"
-	ReasonBatchUpgrading      = "BatchUpgrading"
-	ReasonWaitingForPromotion = "WaitingForPromotion"
-	ReasonPausedBySpec        = "PausedBySpec"
-	ReasonCompleted           = "Completed"
-	ReasonRollingBack         = "RollingBack"
-	ReasonRolledBack          = "RolledBack"
-	ReasonDegraded            = "Degraded"
-	ReasonReplicasAvailable   = "MinimumReplicasAvailable"
-	ReasonReplicasUnavailable = "MinimumReplicasUnavailable"
-
-	EventCanaryCreated   = "CanaryDeploymentCreated"
-	EventCanaryUpdated   = "CanaryTemplateUpdated"
-	EventScaledCanary    = "ScaledCanary"
-	EventScaledStable    = "ScaledStable"
-	EventBatchStarted    = "BatchStarted"
-	EventBatchCompleted  = "BatchCompleted"
-	EventBatchPaused     = "BatchPaused"
-	EventPromoted        = "Promoted"
-	EventReleaseComplete = "ReleaseCompleted"
-	EventRestarted       = "ReleaseRestarted"
-	EventRollingBack     = "RollingBack"
-	EventRestoredStable  = "StableTemplateRestored"
-	EventRolledBack      = "RolledBack"
-	EventSnapshotMissing = "StableSnapshotMissing"
-)
-
 // StableSnapshot is the stable Deployment as it was when a release began, kept in the Canary's
-// AnnotationStableSnapshot.
+// v1alpha1.AnnotationStableSnapshot.
 type StableSnapshot struct {
 	// Deployment is the name of the stable Deployment the snapshot was taken of.
 	Deployment string `json:"deployment"`
@@ -128,9 +71,9 @@ type write struct {
 // r.message). Only the snapshot of the stable Deployment is written here, when a release begins.
 func (r *reconciler) reconcile() error {
 	cn := r.canary
-	plan, err := BatchPlan(&cn.Spec)
+	plan, err := v1alpha1.CanaryBatchPlan(&cn.Spec)
 	if err != nil {
-		r.setDegraded(ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
+		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
 		return nil
 	}
 	r.plan = plan
@@ -138,7 +81,7 @@ func (r *reconciler) reconcile() error {
 	stable, err := r.c.deploymentLister.Deployments(cn.Namespace).Get(cn.Spec.StableRef.Name)
 	if apierrors.IsNotFound(err) {
 		r.canaryDep, _ = r.ownedCanary()
-		r.setDegraded(ReasonStableNotFound, fmt.Sprintf(
+		r.setDegraded(v1alpha1.ReasonStableNotFound, fmt.Sprintf(
 			"stable Deployment %q not found in namespace %q: nothing is changed until it exists",
 			cn.Spec.StableRef.Name, cn.Namespace))
 		return nil
@@ -154,7 +97,7 @@ func (r *reconciler) reconcile() error {
 	case err != nil:
 		return err
 	case !isOwnedBy(canaryDep, cn):
-		r.setDegraded(ReasonCanaryNameConflict, fmt.Sprintf(
+		r.setDegraded(v1alpha1.ReasonCanaryNameConflict, fmt.Sprintf(
 			"Deployment %q already exists and is not owned by this Canary: choose another spec.canary.name or delete that Deployment; nothing is changed until then",
 			cn.Spec.Canary.Name))
 		return nil
@@ -163,12 +106,12 @@ func (r *reconciler) reconcile() error {
 	}
 
 	if len(cn.Spec.Canary.Template.Labels) == 0 {
-		r.setDegraded(ReasonInvalidSpec,
+		r.setDegraded(v1alpha1.ReasonInvalidSpec,
 			"spec.canary.template.metadata.labels is empty: the labels are the canary Deployment's selector")
 		return nil
 	}
 	if r.canaryDep != nil && !templateLabelsSelected(r.canaryDep.Spec.Selector, &cn.Spec.Canary.Template) {
-		r.setDegraded(ReasonSelectorMismatch, fmt.Sprintf(
+		r.setDegraded(v1alpha1.ReasonSelectorMismatch, fmt.Sprintf(
 			"the labels of spec.canary.template no longer match the selector of Deployment %q, which cannot change: restore the labels, or delete that Deployment to have it created again",
 			cn.Spec.Canary.Name))
 		return nil
@@ -202,7 +145,7 @@ func (r *reconciler) progress() error {
 	if st.Phase == v1alpha1.CanaryRollingBack || st.Phase == v1alpha1.CanaryRolledBack {
 		st.CurrentBatch = 0
 		st.Batches = nil
-		r.event(corev1.EventTypeNormal, EventRestarted, "spec.rollback cleared: the release starts again from batch 1")
+		r.event(corev1.EventTypeNormal, v1alpha1.EventRestarted, "spec.rollback cleared: the release starts again from batch 1")
 	}
 	r.alignBatches()
 	if st.CurrentBatch > n {
@@ -210,7 +153,7 @@ func (r *reconciler) progress() error {
 	}
 
 	if cn.Spec.Paused && !r.completed() {
-		r.phase, r.reason = v1alpha1.CanaryPaused, ReasonPausedBySpec
+		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonPausedBySpec
 		if st.CurrentBatch == 0 {
 			r.message = "paused by spec.paused before batch 1"
 			return nil
@@ -244,23 +187,23 @@ func (r *reconciler) progress() error {
 			b.FinishTime = r.now.DeepCopy()
 			if r.needsPause(k) {
 				b.State = v1alpha1.BatchPaused
-				r.event(corev1.EventTypeNormal, EventBatchPaused,
+				r.event(corev1.EventTypeNormal, v1alpha1.EventBatchPaused,
 					"batch %d/%d complete with %d canary pods: waiting for promotion (spec.approvedBatch >= %d)", k, n, r.plan[k-1], k)
 				break
 			}
 			b.State = v1alpha1.BatchCompleted
-			r.event(corev1.EventTypeNormal, EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.plan[k-1])
+			r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.plan[k-1])
 			if k < n {
 				r.startBatch(k + 1)
 				continue
 			}
-			r.event(corev1.EventTypeNormal, EventReleaseComplete, "all %d batches complete: the canary serves %d pods", n, r.plan[n-1])
+			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d batches complete: the canary serves %d pods", n, r.plan[n-1])
 		case v1alpha1.BatchPaused:
 			if cn.Spec.ApprovedBatch < k {
 				break
 			}
 			b.State = v1alpha1.BatchCompleted
-			r.event(corev1.EventTypeNormal, EventPromoted, "batch %d/%d promoted (spec.approvedBatch=%d)", k, n, cn.Spec.ApprovedBatch)
+			r.event(corev1.EventTypeNormal, v1alpha1.EventPromoted, "batch %d/%d promoted (spec.approvedBatch=%d)", k, n, cn.Spec.ApprovedBatch)
 			if k < n {
 				r.startBatch(k + 1)
 				continue
@@ -280,15 +223,15 @@ func (r *reconciler) progress() error {
 
 	switch b := st.Batches[k-1]; {
 	case b.State == v1alpha1.BatchPaused:
-		r.phase, r.reason = v1alpha1.CanaryPaused, ReasonWaitingForPromotion
+		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonWaitingForPromotion
 		r.message = fmt.Sprintf("batch %d/%d complete with %d canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=%d)",
 			k, n, target, k)
 	case b.State == v1alpha1.BatchCompleted && k == n:
-		r.phase, r.reason = v1alpha1.CanaryCompleted, ReasonCompleted
+		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonCompleted
 		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, stable at %d",
 			n, r.canaryAvailable(), target, replicasOf(r.stable))
 	default:
-		r.phase, r.reason = v1alpha1.CanaryProgressing, ReasonBatchUpgrading
+		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
 		r.message = fmt.Sprintf("batch %d/%d: %d of %d canary pods available, stable at %d",
 			k, n, r.canaryAvailable(), target, replicasOf(r.stable))
 	}
@@ -332,7 +275,7 @@ func (r *reconciler) startBatch(k int32) {
 	b.State = v1alpha1.BatchUpgrading
 	b.StartTime = r.now.DeepCopy()
 	b.FinishTime = nil
-	r.event(corev1.EventTypeNormal, EventBatchStarted, "batch %d/%d started: %d canary pods", k, len(r.plan), r.plan[k-1])
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "batch %d/%d started: %d canary pods", k, len(r.plan), r.plan[k-1])
 }
 
 // needsPause reports whether the release waits for promotion after batch k.
@@ -361,7 +304,7 @@ func (r *reconciler) batchDone(k int32) bool {
 	target := r.plan[k-1]
 	return statusObserved(d) &&
 		replicasOf(d) == target &&
-		d.Annotations[AnnotationTemplateHash] == r.templateHash() &&
+		d.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() &&
 		d.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds &&
 		d.Status.Replicas == target &&
 		d.Status.UpdatedReplicas == target &&
@@ -438,15 +381,15 @@ func (r *reconciler) rollback() error {
 	st := &r.status
 	replicas := cn.Spec.Replicas
 	if st.Phase != v1alpha1.CanaryRollingBack && st.Phase != v1alpha1.CanaryRolledBack {
-		r.event(corev1.EventTypeNormal, EventRollingBack,
+		r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack,
 			"rollback requested at batch %d: scaling stable %q back to %d before the canary goes", st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
 	}
 
 	snap, err := r.snapshot()
 	if err != nil || snap == nil || snap.Deployment != r.stable.Name {
 		if st.Phase != v1alpha1.CanaryRollingBack && st.Phase != v1alpha1.CanaryRolledBack {
-			r.event(corev1.EventTypeWarning, EventSnapshotMissing,
-				"no usable %s annotation (%v): the stable pod template is kept as it is", AnnotationStableSnapshot, err)
+			r.event(corev1.EventTypeWarning, v1alpha1.EventSnapshotMissing,
+				"no usable %s annotation (%v): the stable pod template is kept as it is", v1alpha1.AnnotationStableSnapshot, err)
 		}
 		snap = nil
 	}
@@ -471,18 +414,18 @@ func (r *reconciler) rollback() error {
 
 	switch {
 	case !ready:
-		r.phase, r.reason = v1alpha1.CanaryRollingBack, ReasonRollingBack
+		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
 		r.message = fmt.Sprintf("rolling back: waiting for %d stable pods to be available (%d available); the canary keeps its %d pods until then",
 			replicas, r.stable.Status.AvailableReplicas, canaryLeft)
 	case canaryLeft > 0:
-		r.phase, r.reason = v1alpha1.CanaryRollingBack, ReasonRollingBack
+		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
 		r.message = fmt.Sprintf("rolling back: %d stable pods available; scaling the canary down to 0 (%d pods left)",
 			r.stable.Status.AvailableReplicas, canaryLeft)
 	default:
-		r.phase, r.reason = v1alpha1.CanaryRolledBack, ReasonRolledBack
+		r.phase, r.reason = v1alpha1.CanaryRolledBack, v1alpha1.ReasonRolledBack
 		r.message = fmt.Sprintf("rolled back: stable %q serves %d pods, the canary none", r.stable.Name, replicas)
 		if st.Phase != v1alpha1.CanaryRolledBack {
-			r.event(corev1.EventTypeNormal, EventRolledBack, "%s", r.message)
+			r.event(corev1.EventTypeNormal, v1alpha1.EventRolledBack, "%s", r.message)
 		}
 	}
 	return nil
@@ -514,22 +457,22 @@ func (r *reconciler) finishStatus() {
 		})
 	}
 	if r.degraded {
-		cond(ConditionDegraded, metav1.ConditionTrue, r.reason, r.message)
-		cond(ConditionProgressing, metav1.ConditionFalse, ReasonDegraded, "the controller cannot act on this Canary: see the Degraded condition")
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, r.reason, r.message)
+		cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "the controller cannot act on this Canary: see the Degraded condition")
 	} else {
-		cond(ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "the stable and canary Deployments are as expected")
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "the stable and canary Deployments are as expected")
 		progressing := metav1.ConditionFalse
 		if r.phase == v1alpha1.CanaryProgressing || r.phase == v1alpha1.CanaryRollingBack {
 			progressing = metav1.ConditionTrue
 		}
-		cond(ConditionProgressing, progressing, r.reason, r.message)
+		cond(v1alpha1.ConditionProgressing, progressing, r.reason, r.message)
 	}
 	available := st.CanaryAvailable + st.StableAvailable
 	if available >= cn.Spec.Replicas {
-		cond(ConditionAvailable, metav1.ConditionTrue, ReasonReplicasAvailable,
+		cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonReplicasAvailable,
 			fmt.Sprintf("%d of %d pods available (stable %d, canary %d)", available, cn.Spec.Replicas, st.StableAvailable, st.CanaryAvailable))
 	} else {
-		cond(ConditionAvailable, metav1.ConditionFalse, ReasonReplicasUnavailable,
+		cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonReplicasUnavailable,
 			fmt.Sprintf("%d of %d pods available (stable %d, canary %d)", available, cn.Spec.Replicas, st.StableAvailable, st.CanaryAvailable))
 	}
 }
@@ -548,20 +491,20 @@ func (r *reconciler) ownedCanary() (*appsv1.Deployment, error) {
 	return d, nil
 }
 
-// snapshot decodes the Canary's AnnotationStableSnapshot; nil when there is none.
+// snapshot decodes the Canary's v1alpha1.AnnotationStableSnapshot; nil when there is none.
 func (r *reconciler) snapshot() (*StableSnapshot, error) {
-	raw, ok := r.canary.Annotations[AnnotationStableSnapshot]
+	raw, ok := r.canary.Annotations[v1alpha1.AnnotationStableSnapshot]
 	if !ok {
 		return nil, nil
 	}
 	var s StableSnapshot
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return nil, fmt.Errorf("decoding annotation %s: %w", AnnotationStableSnapshot, err)
+		return nil, fmt.Errorf("decoding annotation %s: %w", v1alpha1.AnnotationStableSnapshot, err)
 	}
 	return &s, nil
 }
 
-// ensureSnapshot records the stable Deployment in the Canary's AnnotationStableSnapshot before
+// ensureSnapshot records the stable Deployment in the Canary's v1alpha1.AnnotationStableSnapshot before
 // the release begins, unless a snapshot of that Deployment is already there.
 func (r *reconciler) ensureSnapshot() error {
 	if s, err := r.snapshot(); err == nil && s != nil && s.Deployment == r.stable.Name {
@@ -579,7 +522,7 @@ func (r *reconciler) ensureSnapshot() error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": r.canary.ResourceVersion,
-			"annotations":     map[string]string{AnnotationStableSnapshot: string(raw)},
+			"annotations":     map[string]string{v1alpha1.AnnotationStableSnapshot: string(raw)},
 		},
 	})
 	if err != nil {
@@ -588,14 +531,14 @@ func (r *reconciler) ensureSnapshot() error {
 	cn := r.canary
 	updated, err := r.c.client.AppsV1alpha1().Canaries(cn.Namespace).Patch(r.ctx, cn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return fmt.Errorf("recording the stable Deployment in annotation %s: %w", AnnotationStableSnapshot, err)
+		return fmt.Errorf("recording the stable Deployment in annotation %s: %w", v1alpha1.AnnotationStableSnapshot, err)
 	}
 	// The status update that ends this sync must carry the new resourceVersion.
 	cn.ResourceVersion = updated.ResourceVersion
 	if cn.Annotations == nil {
 		cn.Annotations = map[string]string{}
 	}
-	cn.Annotations[AnnotationStableSnapshot] = string(raw)
+	cn.Annotations[v1alpha1.AnnotationStableSnapshot] = string(raw)
 	return nil
 }
 
@@ -622,7 +565,7 @@ func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 				v1alpha1.LabelManagedBy:  v1alpha1.ManagedByAgent,
 				v1alpha1.LabelCanaryName: cn.Name,
 			},
-			Annotations:     map[string]string{AnnotationTemplateHash: r.templateHash()},
+			Annotations:     map[string]string{v1alpha1.AnnotationTemplateHash: r.templateHash()},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cn, controllerKind)},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -655,7 +598,7 @@ func (r *reconciler) createCanary(replicas int32) {
 			}
 			return err
 		}
-		r.emit(corev1.EventTypeNormal, EventCanaryCreated, "created canary Deployment %q with %d replicas", d.Name, replicas)
+		r.emit(corev1.EventTypeNormal, v1alpha1.EventCanaryCreated, "created canary Deployment %q with %d replicas", d.Name, replicas)
 		return nil
 	})
 }
@@ -664,7 +607,7 @@ func (r *reconciler) createCanary(replicas int32) {
 // when the Canary's changed, and reports whether it did.
 func (r *reconciler) updateCanaryTemplate() bool {
 	hash := r.templateHash()
-	if r.canaryDep.Annotations[AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
+	if r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
 		return false
 	}
 	d := r.canaryDep.DeepCopy()
@@ -672,7 +615,7 @@ func (r *reconciler) updateCanaryTemplate() bool {
 	if d.Annotations == nil {
 		d.Annotations = map[string]string{}
 	}
-	d.Annotations[AnnotationTemplateHash] = hash
+	d.Annotations[v1alpha1.AnnotationTemplateHash] = hash
 	d.Spec.Template = want.Spec.Template
 	d.Spec.MinReadySeconds = want.Spec.MinReadySeconds
 	d.Spec.Strategy = want.Spec.Strategy
@@ -682,7 +625,7 @@ func (r *reconciler) updateCanaryTemplate() bool {
 		if _, err := r.c.kubeClient.AppsV1().Deployments(update.Namespace).Update(ctx, update, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		r.emit(corev1.EventTypeNormal, EventCanaryUpdated, "updated the pod template of canary Deployment %q", update.Name)
+		r.emit(corev1.EventTypeNormal, v1alpha1.EventCanaryUpdated, "updated the pod template of canary Deployment %q", update.Name)
 		return nil
 	})
 	return true
@@ -703,7 +646,7 @@ func (r *reconciler) scaleCanary(n int32) {
 		if _, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, replicasPatch(n), metav1.PatchOptions{}); err != nil {
 			return err
 		}
-		r.emit(corev1.EventTypeNormal, EventScaledCanary, "scaled canary Deployment %q from %d to %d", d.Name, from, n)
+		r.emit(corev1.EventTypeNormal, v1alpha1.EventScaledCanary, "scaled canary Deployment %q from %d to %d", d.Name, from, n)
 		return nil
 	})
 }
@@ -718,7 +661,7 @@ func (r *reconciler) scaleStable(n int32) {
 		if _, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, replicasPatch(n), metav1.PatchOptions{}); err != nil {
 			return err
 		}
-		r.emit(corev1.EventTypeNormal, EventScaledStable, "scaled stable Deployment %q from %d to %d", d.Name, from, n)
+		r.emit(corev1.EventTypeNormal, v1alpha1.EventScaledStable, "scaled stable Deployment %q from %d to %d", d.Name, from, n)
 		return nil
 	})
 }
@@ -742,7 +685,7 @@ func (r *reconciler) restoreStable(snap *StableSnapshot, replicas int32) error {
 		if _, err := r.c.kubeClient.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 			return err
 		}
-		r.emit(corev1.EventTypeNormal, EventRestoredStable,
+		r.emit(corev1.EventTypeNormal, v1alpha1.EventRestoredStable,
 			"restored the pod template of stable Deployment %q from when the release began, with %d replicas", d.Name, replicas)
 		return nil
 	})

@@ -487,13 +487,13 @@ func TestNoOpResync(t *testing.T) {
 	if st.Replicas != 3 || st.ReadyReplicas != 3 || st.AvailableReplicas != 3 || st.UpdatedReplicas != 3 || st.AppStatus != appsv1alpha1.AppRunning {
 		t.Errorf("settled status %+v", st)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Reason != ReasonRolloutComplete || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionProgressing); c == nil || c.Reason != appsv1alpha1.ReasonRolloutComplete || c.Status != metav1.ConditionTrue {
 		t.Errorf("Progressing %+v", c)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, ConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Available %+v", c)
 	}
-	if meta.FindStatusCondition(st.Conditions, ConditionReplicaFailure) != nil {
+	if meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionReplicaFailure) != nil {
 		t.Errorf("ReplicaFailure present")
 	}
 	sameActions(t, f.sync("web"))
@@ -510,8 +510,8 @@ func TestSelectorMismatch(t *testing.T) {
 	f := newFixture(t, []*appsv1alpha1.TApp{tp}, nil, nil)
 	sameActions(t, f.sync("web"), "update tapps/status web")
 	st := f.feedStatus().Status
-	c := meta.FindStatusCondition(st.Conditions, ConditionReplicaFailure)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonSelectorMismatch {
+	c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != appsv1alpha1.ReasonSelectorMismatch {
 		t.Errorf("ReplicaFailure %+v", c)
 	}
 	if ev := f.events(); len(ev) != 1 || !hasEvent(ev, "Warning SelectorMismatch") {
@@ -536,7 +536,7 @@ func TestPartitionAndPaused(t *testing.T) {
 	f.setTApp(tp)
 	sameActions(t, f.sync("web"), "update tapps/status web")
 	st := f.feedStatus().Status
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Reason != ReasonRolloutPaused {
+	if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionProgressing); c == nil || c.Reason != appsv1alpha1.ReasonRolloutPaused {
 		t.Errorf("Progressing %+v, want RolloutPaused", c)
 	}
 	tp = f.getTApp("web")
@@ -696,7 +696,7 @@ func TestCreateFailureStopsSlowStart(t *testing.T) {
 	}
 	sameActions(t, f.actions(), "create pods web-0", "update tapps/status web")
 	st := f.statusWritten().Status
-	if c := meta.FindStatusCondition(st.Conditions, ConditionReplicaFailure); c == nil || c.Reason != ReasonFailedCreate {
+	if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionReplicaFailure); c == nil || c.Reason != appsv1alpha1.ReasonFailedCreate {
 		t.Errorf("ReplicaFailure %+v", c)
 	}
 	if !f.c.expectations.SatisfiedExpectations(ns + "/web") {

@@ -66,7 +66,7 @@ func (p *plan) requeueIn(d time.Duration) {
 
 // desiredReplicas is spec.replicas, 1 when unset (the CRD default).
 func desiredReplicas(t *appsv1alpha1.TApp) int {
-	return int(ptr.Deref(t.Spec.Replicas, 1))
+	return int(appsv1alpha1.ReplicasOrDefault(t.Spec.Replicas))
 }
 
 func isKilled(t *appsv1alpha1.TApp, id int) bool {

@@ -15,44 +15,6 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
 )
 
-// Condition types of a TApp.
-const (
-	// ConditionAvailable is True while at least replicas − maxUnavailable instances are available.
-	ConditionAvailable = "Available"
-	// ConditionProgressing says whether the instances are being brought to the spec (True,
-	// RolloutInProgress), are there (True, RolloutComplete) or are held by paused (False,
-	// RolloutPaused).
-	ConditionProgressing = "Progressing"
-	// ConditionReplicaFailure is True while the agent cannot create, delete or update pods, or
-	// the spec is unusable (invalid selector, selector not matching a template, missing
-	// template). It is absent otherwise.
-	ConditionReplicaFailure = "ReplicaFailure"
-)
-
-// Condition reasons.
-const (
-	ReasonMinimumAvailable    = "MinimumInstancesAvailable"
-	ReasonMinimumUnavailable  = "MinimumInstancesUnavailable"
-	ReasonRolloutComplete     = "RolloutComplete"
-	ReasonRolloutInProgress   = "RolloutInProgress"
-	ReasonRolloutPaused       = "RolloutPaused"
-	ReasonInvalidSelector     = "InvalidSelector"
-	ReasonSelectorMismatch    = "SelectorMismatch"
-	ReasonTemplateNotFound    = "TemplateNotFound"
-	ReasonFailedCreate        = "FailedCreate"
-	ReasonFailedDelete        = "FailedDelete"
-	ReasonFailedUpdate        = "FailedUpdate"
-	ReasonFailedStatusPatch   = "FailedStatusPatch"
-	ReasonSuccessfulCreate    = "SuccessfulCreate"
-	ReasonSuccessfulDelete    = "SuccessfulDelete"
-	ReasonKilled              = "Killed"
-	ReasonInPlaceUpdate       = "InPlaceUpdate"
-	ReasonRecreate            = "Recreate"
-	ReasonForceDelete         = "ForceDelete"
-	ReasonTemplatePruned      = "TemplatePruned"
-	ReasonFailedTemplatePrune = "FailedTemplatePrune"
-)
-
 // failure is a ReplicaFailure to report, or nil.
 type failure struct {
 	reason, message string
@@ -213,34 +175,34 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 	gen := t.Generation
 	at := metav1.NewTime(now).Rfc3339Copy()
 	maxUnavailable := resolveMaxUnavailable(t.Spec.UpdateStrategy.MaxUnavailable, intstr.FromInt32(1), replicas)
-	avail := metav1.Condition{Type: ConditionAvailable, ObservedGeneration: gen, LastTransitionTime: at,
+	avail := metav1.Condition{Type: appsv1alpha1.ConditionAvailable, ObservedGeneration: gen, LastTransitionTime: at,
 		Message: fmt.Sprintf("%d of %d instances available (at most %d may be unavailable)", wantedAvailable, wanted, maxUnavailable)}
 	if wantedAvailable >= wanted-maxUnavailable {
-		avail.Status, avail.Reason = metav1.ConditionTrue, ReasonMinimumAvailable
+		avail.Status, avail.Reason = metav1.ConditionTrue, appsv1alpha1.ReasonMinimumAvailable
 	} else {
-		avail.Status, avail.Reason = metav1.ConditionFalse, ReasonMinimumUnavailable
+		avail.Status, avail.Reason = metav1.ConditionFalse, appsv1alpha1.ReasonMinimumUnavailable
 	}
 	meta.SetStatusCondition(&st.Conditions, avail)
 
-	prog := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: gen, LastTransitionTime: at}
+	prog := metav1.Condition{Type: appsv1alpha1.ConditionProgressing, ObservedGeneration: gen, LastTransitionTime: at}
 	switch {
 	case t.Spec.UpdateStrategy.Paused && updatesPending:
-		prog.Status, prog.Reason = metav1.ConditionFalse, ReasonRolloutPaused
+		prog.Status, prog.Reason = metav1.ConditionFalse, appsv1alpha1.ReasonRolloutPaused
 		prog.Message = fmt.Sprintf("updates are paused with %d of %d instances updated", wantedUpdated, wanted)
 	case complete:
-		prog.Status, prog.Reason = metav1.ConditionTrue, ReasonRolloutComplete
+		prog.Status, prog.Reason = metav1.ConditionTrue, appsv1alpha1.ReasonRolloutComplete
 		prog.Message = fmt.Sprintf("all %d instances are up to date and available", wanted)
 	default:
-		prog.Status, prog.Reason = metav1.ConditionTrue, ReasonRolloutInProgress
+		prog.Status, prog.Reason = metav1.ConditionTrue, appsv1alpha1.ReasonRolloutInProgress
 		prog.Message = fmt.Sprintf("%d of %d instances updated, %d available", wantedUpdated, wanted, wantedAvailable)
 	}
 	meta.SetStatusCondition(&st.Conditions, prog)
 
 	if fail != nil {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionReplicaFailure, Status: metav1.ConditionTrue,
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: appsv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
 			Reason: fail.reason, Message: fail.message, ObservedGeneration: gen, LastTransitionTime: at})
 	} else {
-		meta.RemoveStatusCondition(&st.Conditions, ConditionReplicaFailure)
+		meta.RemoveStatusCondition(&st.Conditions, appsv1alpha1.ConditionReplicaFailure)
 	}
 	return st
 }

@@ -137,14 +137,14 @@ func (c *Controller) getPods(t *appsv1alpha1.TApp) (map[int]*corev1.Pod, error) 
 // validateSelector checks that the selector is usable and matches the labels of every template.
 func validateSelector(t *appsv1alpha1.TApp) *failure {
 	if t.Spec.Selector == nil || (len(t.Spec.Selector.MatchLabels) == 0 && len(t.Spec.Selector.MatchExpressions) == 0) {
-		return &failure{ReasonInvalidSelector, "spec.selector is empty: it would select every pod"}
+		return &failure{appsv1alpha1.ReasonInvalidSelector, "spec.selector is empty: it would select every pod"}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(t.Spec.Selector)
 	if err != nil {
-		return &failure{ReasonInvalidSelector, fmt.Sprintf("spec.selector is invalid: %v", err)}
+		return &failure{appsv1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.selector is invalid: %v", err)}
 	}
 	if !sel.Matches(labels.Set(t.Spec.Template.Labels)) {
-		return &failure{ReasonSelectorMismatch, "spec.selector does not match the labels of spec.template; no pod is created"}
+		return &failure{appsv1alpha1.ReasonSelectorMismatch, "spec.selector does not match the labels of spec.template; no pod is created"}
 	}
 	names := make([]string, 0, len(t.Spec.TemplatePool))
 	for n := range t.Spec.TemplatePool {
@@ -153,7 +153,7 @@ func validateSelector(t *appsv1alpha1.TApp) *failure {
 	sort.Strings(names)
 	for _, n := range names {
 		if !sel.Matches(labels.Set(t.Spec.TemplatePool[n].Labels)) {
-			return &failure{ReasonSelectorMismatch, fmt.Sprintf("spec.selector does not match the labels of templatePool[%q]; no pod is created", n)}
+			return &failure{appsv1alpha1.ReasonSelectorMismatch, fmt.Sprintf("spec.selector does not match the labels of templatePool[%q]; no pod is created", n)}
 		}
 	}
 	return nil
@@ -162,7 +162,7 @@ func validateSelector(t *appsv1alpha1.TApp) *failure {
 // hasFailure reports whether the TApp's status already shows this failure.
 func hasFailure(t *appsv1alpha1.TApp, f *failure) bool {
 	for _, c := range t.Status.Conditions {
-		if c.Type == ConditionReplicaFailure {
+		if c.Type == appsv1alpha1.ConditionReplicaFailure {
 			return c.Status == metav1.ConditionTrue && c.Reason == f.reason && c.Message == f.message
 		}
 	}
@@ -187,22 +187,22 @@ func (c *Controller) manage(ctx context.Context, t *appsv1alpha1.TApp, key strin
 		}
 	}
 
-	note(ReasonFailedDelete, c.forceDeleteStuck(ctx, t, p.stuck))
-	note(ReasonFailedStatusPatch, c.markReady(ctx, t, p.markReady))
+	note(appsv1alpha1.ReasonFailedDelete, c.forceDeleteStuck(ctx, t, p.stuck))
+	note(appsv1alpha1.ReasonFailedStatusPatch, c.markReady(ctx, t, p.markReady))
 
 	if !needsSync {
 		klog.FromContext(ctx).V(4).Info("Waiting for the pod cache to observe earlier creations and deletions")
 		return fail, errors.Join(errs...)
 	}
 	if len(p.deletes) > 0 {
-		note(ReasonFailedDelete, c.deletePods(ctx, t, key, p.deletes))
+		note(appsv1alpha1.ReasonFailedDelete, c.deletePods(ctx, t, key, p.deletes))
 	} else if len(p.creates) > 0 {
-		note(ReasonFailedCreate, c.createPods(ctx, t, key, p.creates))
+		note(appsv1alpha1.ReasonFailedCreate, c.createPods(ctx, t, key, p.creates))
 	}
-	note(ReasonFailedUpdate, c.updateInPlace(ctx, t, templates, p.inPlace))
+	note(appsv1alpha1.ReasonFailedUpdate, c.updateInPlace(ctx, t, templates, p.inPlace))
 
 	if fail == nil && len(p.problems) > 0 {
-		fail = &failure{reason: ReasonTemplateNotFound, message: strings.Join(p.problems, "; ")}
+		fail = &failure{reason: appsv1alpha1.ReasonTemplateNotFound, message: strings.Join(p.problems, "; ")}
 	}
 	return fail, errors.Join(errs...)
 }
@@ -245,10 +245,10 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		case apierrors.IsAlreadyExists(err):
 			// Our cache lags or the claim outlived an earlier TApp of this name: use it.
 		case err != nil:
-			c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating claim %s for instance %d: %v", claim.Name, in.id, err)
+			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating claim %s for instance %d: %v", claim.Name, in.id, err)
 			return fmt.Errorf("creating claim %s: %w", claim.Name, err)
 		default:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created claim %s for instance %d", claim.Name, in.id)
+			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created claim %s for instance %d", claim.Name, in.id)
 		}
 	}
 	pod := newPod(t, in.id, in.info)
@@ -268,10 +268,10 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		}
 	}
 	if err != nil {
-		c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
+		c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
-	c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod %s for instance %d", pod.Name, in.id)
+	c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created pod %s for instance %d", pod.Name, in.id)
 	c.openGate(ctx, created)
 	return nil
 }
@@ -311,18 +311,18 @@ func (c *Controller) deletePods(ctx context.Context, t *appsv1alpha1.TApp, key s
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting pod %s of instance %d: %v", d.pod.Name, d.id, err)
+			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, "Error deleting pod %s of instance %d: %v", d.pod.Name, d.id, err)
 			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
 		switch d.reason {
 		case deleteKill:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonKilled, "Killed instance %d: deleted pod %s", d.id, d.pod.Name)
+			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonKilled, "Killed instance %d: deleted pod %s", d.id, d.pod.Name)
 		case deleteRecreate:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonRecreate, "Deleted pod %s of instance %d to re-create it from its new template", d.pod.Name, d.id)
+			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonRecreate, "Deleted pod %s of instance %d to re-create it from its new template", d.pod.Name, d.id)
 		case deleteRestart:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted finished pod %s of instance %d (phase %s) to start it again", d.pod.Name, d.id, d.pod.Status.Phase)
+			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted finished pod %s of instance %d (phase %s) to start it again", d.pod.Name, d.id, d.pod.Status.Phase)
 		default:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod %s of instance %d (scale down)", d.pod.Name, d.id)
+			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted pod %s of instance %d (scale down)", d.pod.Name, d.id)
 		}
 		return nil
 	})
@@ -437,16 +437,16 @@ func (c *Controller) updateInPlace(ctx context.Context, t *appsv1alpha1.TApp, te
 			if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType,
 				conditionPatch(u.pod.UID, corev1.ConditionFalse, reasonInPlaceUpdating, msg, now), metav1.PatchOptions{}, "status"); err != nil {
 				c.writes.forget(u.pod)
-				c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedUpdate, "Error starting in-place update of pod %s: %v", u.pod.Name, err)
+				c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error starting in-place update of pod %s: %v", u.pod.Name, err)
 				return fmt.Errorf("setting %s False on pod %s: %w", appsv1alpha1.ConditionInPlaceUpdateReady, u.pod.Name, err)
 			}
 		}
 		if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patches[i], metav1.PatchOptions{}); err != nil {
 			c.writes.forget(u.pod)
-			c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedUpdate, "Error updating pod %s in place: %v", u.pod.Name, err)
+			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error updating pod %s in place: %v", u.pod.Name, err)
 			return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
 		}
-		c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonInPlaceUpdate, "Updating pod %s of instance %d in place to template %s", u.pod.Name, u.id, u.to.hash)
+		c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonInPlaceUpdate, "Updating pod %s of instance %d in place to template %s", u.pod.Name, u.id, u.to.hash)
 		return nil
 	})
 	return res.Err
@@ -496,11 +496,11 @@ func (c *Controller) forceDeleteStuck(ctx context.Context, t *appsv1alpha1.TApp,
 			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedDelete, "Error force-deleting pod %s stuck on node %s: %v", pod.Name, pod.Spec.NodeName, err)
+			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, "Error force-deleting pod %s stuck on node %s: %v", pod.Name, pod.Spec.NodeName, err)
 			errs = append(errs, fmt.Errorf("force-deleting pod %s: %w", pod.Name, err))
 			continue
 		}
-		c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonForceDelete, "Force-deleted pod %s stuck terminating on NotReady node %s", pod.Name, pod.Spec.NodeName)
+		c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonForceDelete, "Force-deleted pod %s stuck terminating on NotReady node %s", pod.Name, pod.Spec.NodeName)
 	}
 	return errors.Join(errs...)
 }
@@ -546,10 +546,10 @@ func (c *Controller) pruneTemplates(ctx context.Context, t *appsv1alpha1.TApp, p
 		delete(cp.Spec.TemplatePool, n)
 	}
 	if _, err := c.client.AppsV1alpha1().TApps(t.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		c.recorder.Eventf(t, corev1.EventTypeWarning, ReasonFailedTemplatePrune, "Error removing unused templates %s: %v", strings.Join(unused, ", "), err)
+		c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedTemplatePrune, "Error removing unused templates %s: %v", strings.Join(unused, ", "), err)
 		return false, err
 	}
-	c.recorder.Eventf(t, corev1.EventTypeNormal, ReasonTemplatePruned, "Removed unused templates %s from templatePool", strings.Join(unused, ", "))
+	c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonTemplatePruned, "Removed unused templates %s from templatePool", strings.Join(unused, ", "))
 	return true, nil
 }
 

@@ -15,12 +15,6 @@ import (
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// AnnotationSubsetHash is the annotation of a subset workload holding the hash of its subset's
-// topology entry (nodeSelectorTerm and tolerations). The revision label tells whether a workload
-// carries the current spec.template; this annotation tells whether it carries the current
-// topology of its subset.
-const AnnotationSubsetHash = "apps.workload.dev/subset-hash"
-
 // Subset is one subset workload as read from an informer cache, in the terms the controller
 // works with whatever its kind.
 type Subset struct {
@@ -31,7 +25,7 @@ type Subset struct {
 	// Revision is the value of its LabelRevision label: the ControllerRevision its template was
 	// made from.
 	Revision string
-	// SubsetHash is its AnnotationSubsetHash annotation.
+	// SubsetHash is its appsv1alpha1.AnnotationSubsetHash annotation.
 	SubsetHash string
 	// Replicas is its spec.replicas.
 	Replicas int32
@@ -116,7 +110,7 @@ func workloadAnnotations(tmpl map[string]string, spec *SubsetSpec) map[string]st
 	for k, v := range tmpl {
 		a[k] = v
 	}
-	a[AnnotationSubsetHash] = spec.SubsetHash
+	a[appsv1alpha1.AnnotationSubsetHash] = spec.SubsetHash
 	return a
 }
 
@@ -210,11 +204,8 @@ func newSubset(obj metav1.Object, replicas *int32) *Subset {
 		Object:     obj,
 		SubsetName: obj.GetLabels()[appsv1alpha1.LabelSubsetName],
 		Revision:   obj.GetLabels()[appsv1alpha1.LabelRevision],
-		SubsetHash: obj.GetAnnotations()[AnnotationSubsetHash],
-		Replicas:   1,
-	}
-	if replicas != nil {
-		s.Replicas = *replicas
+		SubsetHash: obj.GetAnnotations()[appsv1alpha1.AnnotationSubsetHash],
+		Replicas:   appsv1alpha1.ReplicasOrDefault(replicas),
 	}
 	return s
 }

@@ -201,7 +201,7 @@ func TestCreateSubsets(t *testing.T) {
 		if !reflect.DeepEqual(set.Labels, wantLabels) {
 			t.Errorf("%s labels %v", want.subset, set.Labels)
 		}
-		if set.Annotations[AnnotationSubsetHash] != subsetHash(&ud.Spec.Topology.Subsets[i]) {
+		if set.Annotations[appsv1alpha1.AnnotationSubsetHash] != subsetHash(&ud.Spec.Topology.Subsets[i]) {
 			t.Errorf("%s annotations %v", want.subset, set.Annotations)
 		}
 		if ref := metav1.GetControllerOf(set); ref == nil || ref.UID != ud.UID || ref.Kind != "UnitedDeployment" || ref.APIVersion != "apps.workload.dev/v1alpha1" {
@@ -237,9 +237,9 @@ func TestCreateSubsets(t *testing.T) {
 		appsv1alpha1.SubsetStatus{Name: "zone-a", Replicas: 3},
 		appsv1alpha1.SubsetStatus{Name: "zone-b", Replicas: 3},
 		appsv1alpha1.SubsetStatus{Name: "zone-c", Replicas: 4})
-	wantCondition(t, st, appsv1alpha1.SubsetProvisioned, metav1.ConditionTrue, ReasonProvisioned)
-	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionTrue, ReasonUpdated)
-	wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionFalse, ReasonNoFailure)
+	wantCondition(t, st, appsv1alpha1.SubsetProvisioned, metav1.ConditionTrue, appsv1alpha1.ReasonProvisioned)
+	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionTrue, appsv1alpha1.ReasonUpdated)
+	wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionFalse, appsv1alpha1.ReasonNoFailure)
 	wantEvents(t, f, "Normal SuccessfulCreate Created StatefulSet web-zone-a-x", "Normal SuccessfulCreate", "Normal SuccessfulCreate")
 
 	// Until the three StatefulSets are observed, another sync does nothing.
@@ -413,7 +413,7 @@ func TestImageChangeWithPartitions(t *testing.T) {
 		appsv1alpha1.SubsetStatus{Name: "zone-a", Replicas: 3, ReadyReplicas: 3, Partition: 0},
 		appsv1alpha1.SubsetStatus{Name: "zone-b", Replicas: 3, ReadyReplicas: 3, Partition: 3},
 		appsv1alpha1.SubsetStatus{Name: "zone-c", Replicas: 4, ReadyReplicas: 4, Partition: 4})
-	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionTrue, ReasonUpdated)
+	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionTrue, appsv1alpha1.ReasonUpdated)
 	f.observe()
 
 	// The StatefulSets roll what their partitions allow: all of zone-a, nothing else.
@@ -483,7 +483,7 @@ func TestPausedHoldsTemplates(t *testing.T) {
 		}
 	}
 	st := statusOf(t, f.written(4))
-	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionFalse, ReasonPaused)
+	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionFalse, appsv1alpha1.ReasonPaused)
 	if st.CurrentRevision != rev1 || st.UpdatedRevision != rev2 {
 		t.Fatalf("status %+v", st)
 	}
@@ -525,11 +525,11 @@ func TestDeploymentRefusesPartition(t *testing.T) {
 		}
 	}
 	st := statusOf(t, f.written(3))
-	c1 := wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionTrue, ReasonPartitionUnsupported)
+	c1 := wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionTrue, appsv1alpha1.ReasonPartitionUnsupported)
 	if !strings.Contains(c1.Message, "subset zone-b runs a Deployment") || !strings.Contains(c1.Message, "partition 1 refused") {
 		t.Fatalf("message %q", c1.Message)
 	}
-	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionFalse, ReasonPartitionUnsupported)
+	wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionFalse, appsv1alpha1.ReasonPartitionUnsupported)
 	if st.CurrentRevision != rev1 {
 		t.Fatalf("current revision %s", st.CurrentRevision)
 	}
@@ -562,7 +562,7 @@ func TestDeploymentRefusesPartition(t *testing.T) {
 	if d := f.written(1).(*appsv1.Deployment); imageOf(d) != "nginx:1" {
 		t.Errorf("paused zone-b got the new template")
 	}
-	wantCondition(t, statusOf(t, f.written(3)), appsv1alpha1.SubsetFailure, metav1.ConditionFalse, ReasonNoFailure)
+	wantCondition(t, statusOf(t, f.written(3)), appsv1alpha1.SubsetFailure, metav1.ConditionFalse, appsv1alpha1.ReasonNoFailure)
 }
 
 func TestTAppSubsetsTakePartitions(t *testing.T) {
@@ -646,7 +646,7 @@ func TestKindSwitchReplacesEveryWorkload(t *testing.T) {
 			t.Errorf("tapp %d: replicas %d labels %v", i, *tp.Spec.Replicas, tp.Labels)
 		}
 	}
-	wantCondition(t, statusOf(t, f.written(4)), appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, ReasonReplacing)
+	wantCondition(t, statusOf(t, f.written(4)), appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, appsv1alpha1.ReasonReplacing)
 	f.observe()
 
 	// zone-a's TApp is ready: only zone-a's StatefulSet goes.
@@ -661,7 +661,7 @@ func TestKindSwitchReplacesEveryWorkload(t *testing.T) {
 	f.sync("web")
 	f.wantActions("delete statefulsets "+sets[1].GetName(), "delete statefulsets "+sets[2].GetName(), "update uniteddeployments/status web")
 	st := statusOf(t, f.written(2))
-	wantCondition(t, st, appsv1alpha1.SubsetProvisioned, metav1.ConditionTrue, ReasonProvisioned)
+	wantCondition(t, st, appsv1alpha1.SubsetProvisioned, metav1.ConditionTrue, appsv1alpha1.ReasonProvisioned)
 	if st.CurrentRevision == rev2 {
 		t.Fatal("revision current while StatefulSet pods still run")
 	}
@@ -714,7 +714,7 @@ func TestInvalidReplicasChangeNothing(t *testing.T) {
 			f.sync("web")
 			f.wantActions("update uniteddeployments/status web")
 			st := statusOf(t, f.written(0))
-			c := wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionTrue, ReasonInvalidReplicas)
+			c := wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionTrue, appsv1alpha1.ReasonInvalidReplicas)
 			if !strings.Contains(c.Message, tt.msg) {
 				t.Fatalf("message %q, want %q", c.Message, tt.msg)
 			}
@@ -810,8 +810,8 @@ func TestAPIErrorsAreReportedAndRequeued(t *testing.T) {
 	}
 	w := f.writes()
 	st := statusOf(t, w[len(w)-1].(core.UpdateAction).GetObject())
-	wantCondition(t, st, appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, ReasonProvisionFailed)
-	wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionTrue, ReasonCreateFailed)
+	wantCondition(t, st, appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, appsv1alpha1.ReasonProvisionFailed)
+	wantCondition(t, st, appsv1alpha1.SubsetFailure, metav1.ConditionTrue, appsv1alpha1.ReasonFailedCreate)
 	// Failed creations count as observed: the next sync may try again at once.
 	if !f.c.expectations.SatisfiedExpectations(ns + "/web") {
 		t.Fatal("failed creations left expectations pending")

@@ -21,29 +21,6 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 )
 
-// Condition reasons and Event reasons.
-const (
-	ReasonProvisioned          = "Provisioned"
-	ReasonProvisionFailed      = "ProvisionFailed"
-	ReasonReplacing            = "Replacing"
-	ReasonUpdated              = "Updated"
-	ReasonUpdating             = "Updating"
-	ReasonPaused               = "Paused"
-	ReasonPartitionUnsupported = "PartitionUnsupported"
-	ReasonInvalidReplicas      = "InvalidReplicas"
-	ReasonNoTemplate           = "NoTemplate"
-	ReasonRevisionFailed       = "RevisionFailed"
-	ReasonCreateFailed         = "FailedCreate"
-	ReasonUpdateFailed         = "FailedUpdate"
-	ReasonDeleteFailed         = "FailedDelete"
-	ReasonNoFailure            = "NoFailure"
-
-	EventSuccessfulCreate = "SuccessfulCreate"
-	EventSuccessfulUpdate = "SuccessfulUpdate"
-	EventSuccessfulDelete = "SuccessfulDelete"
-	EventRolloutComplete  = "RolloutComplete"
-)
-
 // defaultRevisionHistoryLimit applies when spec.revisionHistoryLimit is unset.
 const defaultRevisionHistoryLimit = 10
 
@@ -156,14 +133,6 @@ type othersWorkload struct {
 	subset  *Subset
 }
 
-// replicasOf is spec.replicas with its default.
-func replicasOf(ud *appsv1alpha1.UnitedDeployment) int32 {
-	if ud.Spec.Replicas != nil {
-		return *ud.Spec.Replicas
-	}
-	return 1
-}
-
 // partitionOf is the partition of a subset: absent means 0, capped at the subset's replicas.
 func partitionOf(ud *appsv1alpha1.UnitedDeployment, subset string, replicas int32) int32 {
 	mu := ud.Spec.UpdateStrategy.ManualUpdate
@@ -237,7 +206,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ud *appsv1alpha1.UnitedD
 // sync reconciles one UnitedDeployment whose expectations are satisfied.
 func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.UnitedDeployment) error {
 	logger := klog.FromContext(ctx).WithValues("unitedDeployment", key)
-	total := replicasOf(ud)
+	total := appsv1alpha1.ReplicasOrDefault(ud.Spec.Replicas)
 	status := ud.Status.DeepCopy()
 	status.ObservedGeneration = ud.Generation
 	status.LabelSelector = labelSelectorString(ud)
@@ -284,7 +253,7 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 
 	if selected == nil {
 		// The CRD refuses such a template; report it rather than guess.
-		st.failures = append(st.failures, failure{ReasonNoTemplate, "spec.template sets none of statefulSetTemplate, deploymentTemplate and tappTemplate"})
+		st.failures = append(st.failures, failure{appsv1alpha1.ReasonNoTemplate, "spec.template sets none of statefulSetTemplate, deploymentTemplate and tappTemplate"})
 		c.fillCounts(ud, status, countPods(pods, status.UpdatedRevision), nil, nil)
 		c.setFailureCondition(ud, status, st)
 		return c.updateStatus(ctx, ud, status)
@@ -297,7 +266,7 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 	alloc, err := Allocate(total, ud.Spec.Topology.Subsets, current)
 	if err != nil {
 		// Change nothing: report, and wait for the user to fix the spec.
-		st.failures = append(st.failures, failure{ReasonInvalidReplicas, err.Error()})
+		st.failures = append(st.failures, failure{appsv1alpha1.ReasonInvalidReplicas, err.Error()})
 		c.fillCounts(ud, status, countPods(pods, status.UpdatedRevision), current, nil)
 		c.setFailureCondition(ud, status, st)
 		return c.updateStatus(ctx, ud, status)
@@ -308,7 +277,7 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 		status.CollisionCount = &collisionCount
 	}
 	if err != nil {
-		st.fail(ReasonRevisionFailed, err)
+		st.fail(appsv1alpha1.ReasonRevisionFailed, err)
 		c.setFailureCondition(ud, status, st)
 		if uerr := c.updateStatus(ctx, ud, status); uerr != nil {
 			logger.Error(uerr, "Updating status")
@@ -386,11 +355,11 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 			c.expectations.CreationObserved(key)
 			st.provisionFailed = true
 			err = fmt.Errorf("creating %s of subset %s: %w", selected.Kind(), spec.Subset.Name, err)
-			st.fail(ReasonCreateFailed, err)
-			c.recorder.Event(ud, corev1.EventTypeWarning, ReasonCreateFailed, err.Error())
+			st.fail(appsv1alpha1.ReasonFailedCreate, err)
+			c.recorder.Event(ud, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, err.Error())
 			continue
 		}
-		c.recorder.Eventf(ud, corev1.EventTypeNormal, EventSuccessfulCreate, "Created %s %s for subset %s with %d replicas at revision %s",
+		c.recorder.Eventf(ud, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created %s %s for subset %s with %d replicas at revision %s",
 			selected.Kind(), obj.GetName(), spec.Subset.Name, spec.Replicas, spec.Revision)
 	}
 
@@ -405,20 +374,20 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 		spec.ApplyTemplate = templateChanged
 		if templateChanged && spec.Paused {
 			spec.ApplyTemplate = false
-			st.hold(ReasonPaused, name)
+			st.hold(appsv1alpha1.ReasonPaused, name)
 		}
 		if selected.Kind() == "Deployment" && spec.Partition > 0 && spec.ApplyTemplate {
 			spec.ApplyTemplate = false
-			st.hold(ReasonPartitionUnsupported, name)
+			st.hold(appsv1alpha1.ReasonPartitionUnsupported, name)
 		}
 		changed, err := selected.Update(ctx, ud, w, spec)
 		if err != nil {
 			err = fmt.Errorf("updating %s %s of subset %s: %w", selected.Kind(), w.Object.GetName(), name, err)
-			st.fail(ReasonUpdateFailed, err)
+			st.fail(appsv1alpha1.ReasonFailedUpdate, err)
 			if spec.ApplyTemplate {
-				st.hold(ReasonUpdating, name)
+				st.hold(appsv1alpha1.ReasonUpdating, name)
 			}
-			c.recorder.Event(ud, corev1.EventTypeWarning, ReasonUpdateFailed, err.Error())
+			c.recorder.Event(ud, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, err.Error())
 			continue
 		}
 		if changed {
@@ -429,13 +398,13 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 			if spec.Paused {
 				msg += ", paused"
 			}
-			c.recorder.Event(ud, corev1.EventTypeNormal, EventSuccessfulUpdate, msg)
+			c.recorder.Event(ud, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulUpdate, msg)
 		}
 	}
 	if selected.Kind() == "Deployment" {
 		for i := range subsets {
 			if spec := specs[subsets[i].Name]; spec.Partition > 0 {
-				st.failures = append(st.failures, failure{ReasonPartitionUnsupported, fmt.Sprintf(
+				st.failures = append(st.failures, failure{appsv1alpha1.ReasonPartitionUnsupported, fmt.Sprintf(
 					"subset %s runs a Deployment, which cannot keep part of its pods on an old revision: partition %d refused and the subset's template held; set its partition to 0 and use updateStrategy.paused to hold a rollout",
 					spec.Subset.Name, spec.Partition)})
 			}
@@ -447,11 +416,11 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 			c.expectations.DeletionObserved(key)
 			st.provisionFailed = true
 			err = fmt.Errorf("deleting %s %s: %w", d.adapter.Kind(), d.subset.Object.GetName(), err)
-			st.fail(ReasonDeleteFailed, err)
-			c.recorder.Event(ud, corev1.EventTypeWarning, ReasonDeleteFailed, err.Error())
+			st.fail(appsv1alpha1.ReasonFailedDelete, err)
+			c.recorder.Event(ud, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, err.Error())
 			continue
 		}
-		c.recorder.Eventf(ud, corev1.EventTypeNormal, EventSuccessfulDelete, "Deleted %s %s: %s", d.adapter.Kind(), d.subset.Object.GetName(), d.why)
+		c.recorder.Eventf(ud, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted %s %s: %s", d.adapter.Kind(), d.subset.Object.GetName(), d.why)
 	}
 
 	// The updated revision becomes current once every pod runs it and is ready, and nothing of
@@ -460,7 +429,7 @@ func (c *Controller) sync(ctx context.Context, key string, ud *appsv1alpha1.Unit
 		!st.provisionFailed && len(creates) == 0 &&
 		observed.total.replicas == total && observed.total.updated == total && observed.total.updatedReady == total {
 		status.CurrentRevision = status.UpdatedRevision
-		c.recorder.Eventf(ud, corev1.EventTypeNormal, EventRolloutComplete, "Every replica runs revision %s and is ready; it is now the current revision", status.UpdatedRevision)
+		c.recorder.Eventf(ud, corev1.EventTypeNormal, appsv1alpha1.ReasonRolloutComplete, "Every replica runs revision %s and is ready; it is now the current revision", status.UpdatedRevision)
 	}
 
 	c.truncateHistory(ctx, ud, status, revisions, updatedRev, own, others, st)
@@ -541,21 +510,21 @@ func (c *Controller) setConditions(ud *appsv1alpha1.UnitedDeployment, status *ap
 	case st.provisionFailed:
 		var msgs []string
 		for _, f := range st.failures {
-			if f.reason == ReasonCreateFailed || f.reason == ReasonDeleteFailed {
+			if f.reason == appsv1alpha1.ReasonFailedCreate || f.reason == appsv1alpha1.ReasonFailedDelete {
 				msgs = append(msgs, f.message)
 			}
 		}
-		setCondition(ud, status, appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, ReasonProvisionFailed, strings.Join(msgs, "; "))
+		setCondition(ud, status, appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, appsv1alpha1.ReasonProvisionFailed, strings.Join(msgs, "; "))
 	case len(st.waiting) > 0:
-		setCondition(ud, status, appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, ReasonReplacing,
+		setCondition(ud, status, appsv1alpha1.SubsetProvisioned, metav1.ConditionFalse, appsv1alpha1.ReasonReplacing,
 			fmt.Sprintf("keeping %s until the subset's new %s is ready", strings.Join(st.waiting, ", "), selected.Kind()))
 	default:
-		setCondition(ud, status, appsv1alpha1.SubsetProvisioned, metav1.ConditionTrue, ReasonProvisioned,
+		setCondition(ud, status, appsv1alpha1.SubsetProvisioned, metav1.ConditionTrue, appsv1alpha1.ReasonProvisioned,
 			fmt.Sprintf("every subset has one %s", selected.Kind()))
 	}
 
 	if len(st.notUpdated) == 0 {
-		setCondition(ud, status, appsv1alpha1.SubsetUpdated, metav1.ConditionTrue, ReasonUpdated,
+		setCondition(ud, status, appsv1alpha1.SubsetUpdated, metav1.ConditionTrue, appsv1alpha1.ReasonUpdated,
 			fmt.Sprintf("every subset's %s carries revision %s", selected.Kind(), status.UpdatedRevision))
 		return
 	}
@@ -568,9 +537,9 @@ func (c *Controller) setConditions(ud *appsv1alpha1.UnitedDeployment, status *ap
 	for _, r := range reasons {
 		var why string
 		switch r {
-		case ReasonPaused:
+		case appsv1alpha1.ReasonPaused:
 			why = "updateStrategy.paused is set"
-		case ReasonPartitionUnsupported:
+		case appsv1alpha1.ReasonPartitionUnsupported:
 			why = "a Deployment cannot honour a non-zero partition"
 		default:
 			why = "the update failed"
@@ -585,7 +554,7 @@ func (c *Controller) setConditions(ud *appsv1alpha1.UnitedDeployment, status *ap
 // their own Event).
 func (c *Controller) setFailureCondition(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.UnitedDeploymentStatus, st *syncState) {
 	if len(st.failures) == 0 {
-		setCondition(ud, status, appsv1alpha1.SubsetFailure, metav1.ConditionFalse, ReasonNoFailure, "")
+		setCondition(ud, status, appsv1alpha1.SubsetFailure, metav1.ConditionFalse, appsv1alpha1.ReasonNoFailure, "")
 		return
 	}
 	msgs := make([]string, 0, len(st.failures))
@@ -598,7 +567,7 @@ func (c *Controller) setFailureCondition(ud *appsv1alpha1.UnitedDeployment, stat
 	if fresh {
 		for _, f := range st.failures {
 			switch f.reason {
-			case ReasonInvalidReplicas, ReasonPartitionUnsupported, ReasonNoTemplate:
+			case appsv1alpha1.ReasonInvalidReplicas, appsv1alpha1.ReasonPartitionUnsupported, appsv1alpha1.ReasonNoTemplate:
 				c.recorder.Event(ud, corev1.EventTypeWarning, f.reason, f.message)
 			}
 		}

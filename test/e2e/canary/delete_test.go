@@ -27,8 +27,8 @@ func TestDeleteAfterCompletionKeepsTheCanaryDeployment(t *testing.T) {
 	c := e.waitCanary("the end of the release", func(c *v1alpha1.Canary, stable, canary *appsv1.Deployment) bool {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && stable.Status.Replicas == 0 && canary.Status.AvailableReplicas == replicas
 	})
-	if !slices.Contains(c.Finalizers, canaryctrl.FinalizerOrphanCanary) {
-		t.Fatalf("finalizers %q; want %s", c.Finalizers, canaryctrl.FinalizerOrphanCanary)
+	if !slices.Contains(c.Finalizers, v1alpha1.FinalizerOrphanCanary) {
+		t.Fatalf("finalizers %q; want %s", c.Finalizers, v1alpha1.FinalizerOrphanCanary)
 	}
 	stable, canary := e.mustDeployments()
 	if !ownedBy(canary, c.UID) {
@@ -68,7 +68,7 @@ func TestDeleteWhileTheAgentIsDown(t *testing.T) {
 	e.deleteCanary()
 	time.Sleep(3 * time.Second) // time for the garbage collector to act, were it to
 	held := e.canary()
-	if held.DeletionTimestamp == nil || !slices.Contains(held.Finalizers, canaryctrl.FinalizerOrphanCanary) {
+	if held.DeletionTimestamp == nil || !slices.Contains(held.Finalizers, v1alpha1.FinalizerOrphanCanary) {
 		t.Fatalf("the deleted Canary is not held by the finalizer: deletionTimestamp %v, finalizers %q", held.DeletionTimestamp, held.Finalizers)
 	}
 	if _, d := e.mustDeployments(); !ownedBy(d, c.UID) || *d.Spec.Replicas != plan[1] {

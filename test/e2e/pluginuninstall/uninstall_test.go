@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-	canaryctrl "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
 	"github.com/kubectl-workload/kubectl-workload/test/e2e/pluginexec"
@@ -151,7 +150,7 @@ func TestUninstallForceLetsTheAgentReleaseCanaries(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return got.Status.Phase == v1alpha1.CanaryPaused && slices.Contains(got.Finalizers, canaryctrl.FinalizerOrphanCanary) &&
+		return got.Status.Phase == v1alpha1.CanaryPaused && slices.Contains(got.Finalizers, v1alpha1.FinalizerOrphanCanary) &&
 				ownedByCanary(d) && d.Status.AvailableReplicas == 1 && ta.Status.ReadyReplicas == 2,
 			fmt.Sprintf("canary %s %q, canary Deployment %d available, TApp %d ready", got.Status.Phase, got.Finalizers, d.Status.AvailableReplicas, ta.Status.ReadyReplicas)
 	})
@@ -166,7 +165,7 @@ func TestUninstallForceLetsTheAgentReleaseCanaries(t *testing.T) {
 	}
 	r := run.Run("uninstall", "--force", "--timeout=5s")
 	if r.Code != 1 || strings.Count(strings.TrimSpace(r.Err), "\n") > 0 ||
-		!strings.Contains(r.Err, "timed out after 5s waiting for the workloads to be gone: canary shop/checkout (finalizer "+canaryctrl.FinalizerOrphanCanary+") left; the agent, the CRDs and everything else were not deleted") {
+		!strings.Contains(r.Err, "timed out after 5s waiting for the workloads to be gone: canary shop/checkout (finalizer "+v1alpha1.FinalizerOrphanCanary+") left; the agent, the CRDs and everything else were not deleted") {
 		t.Fatalf("uninstall --force with the agent down: exit %d, want 1 and one line naming the held Canary", r.Code)
 	}
 	for _, want := range []string{"ud shop/", "canary shop/checkout deleted\n", "tapp games/web deleted\n"} {

@@ -1,4 +1,4 @@
-package canary
+package v1alpha1
 
 import (
 	"fmt"
@@ -6,18 +6,16 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// BatchPlan returns the number of canary pods of every batch of spec (element i is batch i+1).
+// CanaryBatchPlan returns the number of canary pods of every batch of spec (element i is batch i+1).
 //
 // With spec.batches = N, batch k < N holds 1 + (k−1)·round(replicas/N) canary pods (round half
 // up) and batch N holds every replica: 10 replicas in 4 batches give 1, 4, 7, 10. With
 // spec.batchSizes, an integer is a pod count and a percentage is a share of replicas rounded half
 // up. Every size is capped at replicas and never smaller than the batch before, and the last batch
 // always holds every replica, so a plan always ends with the stable Deployment empty.
-func BatchPlan(spec *v1alpha1.CanarySpec) ([]int32, error) {
+func CanaryBatchPlan(spec *CanarySpec) ([]int32, error) {
 	replicas := spec.Replicas
 	if replicas < 0 {
 		return nil, fmt.Errorf("replicas is %d; it cannot be negative", replicas)

@@ -1,4 +1,4 @@
-package canary
+package v1alpha1
 
 import (
 	"slices"
@@ -6,8 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-
-	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
 func TestBatchPlanFromBatches(t *testing.T) {
@@ -30,8 +28,8 @@ func TestBatchPlanFromBatches(t *testing.T) {
 		{0, 1, []int32{0}},
 		{0, 3, []int32{0, 0, 0}},
 	} {
-		spec := &v1alpha1.CanarySpec{Replicas: tc.replicas, Batches: ptr.To(tc.batches)}
-		got, err := BatchPlan(spec)
+		spec := &CanarySpec{Replicas: tc.replicas, Batches: ptr.To(tc.batches)}
+		got, err := CanaryBatchPlan(spec)
 		if err != nil {
 			t.Errorf("%d replicas in %d batches: %v", tc.replicas, tc.batches, err)
 			continue
@@ -63,7 +61,7 @@ func TestBatchPlanFromBatchSizes(t *testing.T) {
 		{"numeric string", 10, []intstr.IntOrString{s("3"), i(10)}, []int32{3, 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := BatchPlan(&v1alpha1.CanarySpec{Replicas: tc.replicas, BatchSizes: tc.sizes})
+			got, err := CanaryBatchPlan(&CanarySpec{Replicas: tc.replicas, BatchSizes: tc.sizes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +74,7 @@ func TestBatchPlanFromBatchSizes(t *testing.T) {
 
 func TestBatchPlanRefusesWhatTheSchemaRefuses(t *testing.T) {
 	s := intstr.FromString
-	for name, spec := range map[string]v1alpha1.CanarySpec{
+	for name, spec := range map[string]CanarySpec{
 		"neither":          {Replicas: 10},
 		"both":             {Replicas: 10, Batches: ptr.To[int32](2), BatchSizes: []intstr.IntOrString{s("100%")}},
 		"zero batches":     {Replicas: 10, Batches: ptr.To[int32](0)},
@@ -85,7 +83,7 @@ func TestBatchPlanRefusesWhatTheSchemaRefuses(t *testing.T) {
 		"zero pods":        {Replicas: 10, BatchSizes: []intstr.IntOrString{intstr.FromInt32(0), s("100%")}},
 		"negative replica": {Replicas: -1, Batches: ptr.To[int32](1)},
 	} {
-		if got, err := BatchPlan(&spec); err == nil {
+		if got, err := CanaryBatchPlan(&spec); err == nil {
 			t.Errorf("%s: got plan %v, want an error", name, got)
 		}
 	}

@@ -1,0 +1,129 @@
+package v1alpha1
+
+// The meanings the agent writes and the plugin reads: condition types, condition and Event
+// reasons, the finalizer and the annotations. They are declared here, once, so that the
+// controllers (pkg/controller) and the plugin (pkg/workload, pkg/cmd) cannot drift apart.
+
+// Condition types. TApp: Available, Progressing, ReplicaFailure. Canary: Progressing,
+// Available, Degraded. UnitedDeployment: the UnitedDeploymentConditionType values.
+const (
+	// ConditionAvailable is True while enough instances (TApp: replicas − maxUnavailable;
+	// Canary: stable and canary together reach replicas) are available.
+	ConditionAvailable = "Available"
+	// ConditionProgressing says whether pods are being brought to the spec (True), are there or
+	// are held (False on a Canary that is paused, complete, rolled back or degraded; True with
+	// reason RolloutComplete or False with RolloutPaused on a TApp).
+	ConditionProgressing = "Progressing"
+	// ConditionReplicaFailure (TApp) is True while the agent cannot create, delete or update
+	// pods, or the spec is unusable (invalid selector, selector not matching a template,
+	// missing template). It is absent otherwise.
+	ConditionReplicaFailure = "ReplicaFailure"
+	// ConditionDegraded (Canary) is True when the controller cannot act on the Canary (see the
+	// reason).
+	ConditionDegraded = "Degraded"
+)
+
+// Reasons shared by every kind.
+const (
+	ReasonSelectorMismatch = "SelectorMismatch"
+	ReasonFailedCreate     = "FailedCreate"
+	ReasonFailedDelete     = "FailedDelete"
+	ReasonFailedUpdate     = "FailedUpdate"
+	ReasonSuccessfulCreate = "SuccessfulCreate"
+	ReasonSuccessfulUpdate = "SuccessfulUpdate"
+	ReasonSuccessfulDelete = "SuccessfulDelete"
+	ReasonRolloutComplete  = "RolloutComplete"
+)
+
+// TApp condition and Event reasons.
+const (
+	ReasonMinimumAvailable    = "MinimumInstancesAvailable"
+	ReasonMinimumUnavailable  = "MinimumInstancesUnavailable"
+	ReasonRolloutInProgress   = "RolloutInProgress"
+	ReasonRolloutPaused       = "RolloutPaused"
+	ReasonInvalidSelector     = "InvalidSelector"
+	ReasonTemplateNotFound    = "TemplateNotFound"
+	ReasonFailedStatusPatch   = "FailedStatusPatch"
+	ReasonKilled              = "Killed"
+	ReasonInPlaceUpdate       = "InPlaceUpdate"
+	ReasonRecreate            = "Recreate"
+	ReasonForceDelete         = "ForceDelete"
+	ReasonTemplatePruned      = "TemplatePruned"
+	ReasonFailedTemplatePrune = "FailedTemplatePrune"
+)
+
+// TAppSpecFailures are the ReplicaFailure reasons of a TApp that only a change of its spec can
+// clear (the others are retried by the agent).
+var TAppSpecFailures = map[string]bool{ReasonInvalidSelector: true, ReasonSelectorMismatch: true, ReasonTemplateNotFound: true}
+
+// UnitedDeployment condition and Event reasons.
+const (
+	ReasonProvisioned          = "Provisioned"
+	ReasonProvisionFailed      = "ProvisionFailed"
+	ReasonReplacing            = "Replacing"
+	ReasonUpdated              = "Updated"
+	ReasonUpdating             = "Updating"
+	ReasonPaused               = "Paused"
+	ReasonPartitionUnsupported = "PartitionUnsupported"
+	ReasonInvalidReplicas      = "InvalidReplicas"
+	ReasonNoTemplate           = "NoTemplate"
+	ReasonRevisionFailed       = "RevisionFailed"
+	ReasonNoFailure            = "NoFailure"
+)
+
+// Canary condition reasons.
+const (
+	ReasonStableNotFound      = "StableNotFound"
+	ReasonCanaryNameConflict  = "CanaryNameConflict"
+	ReasonInvalidSpec         = "InvalidSpec"
+	ReasonAsExpected          = "AsExpected"
+	ReasonBatchUpgrading      = "BatchUpgrading"
+	ReasonWaitingForPromotion = "WaitingForPromotion"
+	ReasonPausedBySpec        = "PausedBySpec"
+	ReasonCompleted           = "Completed"
+	ReasonRollingBack         = "RollingBack"
+	ReasonRolledBack          = "RolledBack"
+	ReasonDegraded            = "Degraded"
+	ReasonReplicasAvailable   = "MinimumReplicasAvailable"
+	ReasonReplicasUnavailable = "MinimumReplicasUnavailable"
+)
+
+// Canary Event reasons.
+const (
+	EventCanaryCreated   = "CanaryDeploymentCreated"
+	EventCanaryUpdated   = "CanaryTemplateUpdated"
+	EventScaledCanary    = "ScaledCanary"
+	EventScaledStable    = "ScaledStable"
+	EventBatchStarted    = "BatchStarted"
+	EventBatchCompleted  = "BatchCompleted"
+	EventBatchPaused     = "BatchPaused"
+	EventPromoted        = "Promoted"
+	EventReleaseComplete = "ReleaseCompleted"
+	EventRestarted       = "ReleaseRestarted"
+	EventRollingBack     = "RollingBack"
+	EventRestoredStable  = "StableTemplateRestored"
+	EventRolledBack      = "RolledBack"
+	EventSnapshotMissing = "StableSnapshotMissing"
+)
+
+// The Canary finalizer and annotations.
+const (
+	// FinalizerOrphanCanary holds a deleted Canary until the agent has removed its owner
+	// reference from the canary Deployment, so that deleting a Canary never takes a Deployment
+	// (and the traffic it serves) down with it.
+	FinalizerOrphanCanary = "apps.workload.dev/orphan-canary-deployment"
+	// AnnotationStableSnapshot, on a Canary, holds the stable Deployment as it was when the
+	// release began (a JSON StableSnapshot). Rollback restores the stable pod template from it
+	// if it changed since. The controller writes it once, before it creates the canary
+	// Deployment, and never changes it afterwards.
+	AnnotationStableSnapshot = "apps.workload.dev/stable-snapshot"
+	// AnnotationTemplateHash, on a canary Deployment, is the hash of the Canary's
+	// spec.canary.template and spec.minReadySeconds it was last written from. The controller
+	// rewrites the Deployment's template when the hash no longer matches.
+	AnnotationTemplateHash = "apps.workload.dev/canary-template-hash"
+	// AnnotationSubsetHash, on a UnitedDeployment's subset workload, is the hash of its
+	// subset's topology entry (nodeSelectorTerm and tolerations). The revision label tells
+	// whether a workload carries the current spec.template; this annotation tells whether it
+	// carries the current topology of its subset.
+	AnnotationSubsetHash = "apps.workload.dev/subset-hash"
+)
