@@ -68,6 +68,7 @@ func TestLess(t *testing.T) {
 		{"no creation time before any", pod("a", func(p *corev1.Pod) { p.CreationTimestamp = metav1.Time{} }), pod("b", created(5))},
 		{"restarts outrank age", pod("a", restarts(2), created(-10)), pod("b", restarts(1), created(10))},
 		{"readiness outranks restarts", pod("a", notReady(), restarts(0)), pod("b", ready(0), restarts(9))},
+		{"being deleted before not", pod("a", ready(0), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: epoch} }), pod("b", ready(50))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,8 +116,5 @@ func TestSort(t *testing.T) {
 func TestHelpers(t *testing.T) {
 	if IsReady(pod("a", notReady())) || !IsReady(pod("b", ready(0))) {
 		t.Error("IsReady")
-	}
-	if got := MaxContainerRestarts(pod("a", restarts(1, 7, 3))); got != 7 {
-		t.Errorf("MaxContainerRestarts = %d, want 7", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -79,11 +80,21 @@ func TestRunStopsWhenTheContextEnds(t *testing.T) {
 	for _, k := range []string{"a", "b", "c"} {
 		q.Queue.Add(k)
 	}
-	<-done
+	waitOrFail(t, done, "the three keys to be synced")
 	cancel()
-	<-stopped
+	waitOrFail(t, stopped, "Run to return after its context ended")
 	if !q.Queue.ShuttingDown() {
 		t.Error("queue not shut down after Run returned")
+	}
+}
+
+// waitOrFail fails the test, instead of hanging it, when ch is not closed in time.
+func waitOrFail(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
