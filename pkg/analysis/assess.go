@@ -104,11 +104,13 @@ func nextMeasurement(check *appsv1alpha1.AnalysisCheck, st *appsv1alpha1.Analysi
 func lastOf(st *appsv1alpha1.AnalysisCheckStatus, phase appsv1alpha1.AnalysisPhase) string {
 	for i := len(st.Measurements) - 1; i >= 0; i-- {
 		if m := st.Measurements[i]; m.Phase == phase {
-			s := "; last: " + m.Value
-			if m.Message != "" {
-				s += " (" + m.Message + ")"
+			switch {
+			case m.Message == "":
+				return "; last: " + m.Value
+			case m.Value == "":
+				return "; last: " + m.Message
 			}
-			return s
+			return "; last: " + m.Value + " (" + m.Message + ")"
 		}
 	}
 	return ""
