@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
 )
 
 // PodHealth measures the canary's pods from a lister: how many there are, how many are ready,
@@ -33,7 +35,7 @@ func podHealthCounts(pods []*corev1.Pod) map[string]int64 {
 			continue
 		}
 		counts["pods"]++
-		if podReady(pod) {
+		if podorder.IsReady(pod) {
 			counts["ready"]++
 		} else {
 			counts["notReady"]++
@@ -46,13 +48,4 @@ func podHealthCounts(pods []*corev1.Pod) map[string]int64 {
 		counts["restarts"] = max(counts["restarts"], restarts)
 	}
 	return counts
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,24 +122,12 @@ func TestStepOrdinalsAndPoll(t *testing.T) {
 		st, v = r.Step(context.Background(), check, &st, p, t0.Add(at))
 	}
 	// in flight (1), done (1), error (2), retried with a new ordinal (3).
-	if want := []int32{1, 1, 2, 3}; !equalInts(p.ordinals, want) {
+	if want := []int32{1, 1, 2, 3}; !slices.Equal(p.ordinals, want) {
 		t.Errorf("ordinals %v, want %v", p.ordinals, want)
 	}
 	if !v.NextMeasurement.Equal(t0.Add(121*time.Second + InFlightPoll)) {
 		t.Errorf("in flight: next measurement %v, want %v after the call", v.NextMeasurement, InFlightPoll)
 	}
-}
-
-func equalInts(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func equalStatus(a, b *appsv1alpha1.AnalysisCheckStatus) bool {

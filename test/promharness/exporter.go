@@ -1,14 +1,10 @@
 package promharness
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,49 +32,17 @@ func StartExporter(t testing.TB, errorRate float64) *Exporter {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building test/exporter: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-error-rate", fmt.Sprint(errorRate))
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting exporter: %v", err)
+	e := &Exporter{Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	logPath := filepath.Join(dir, "exporter.log")
+	startProcess(t, "exporter", bin, logPath, "-listen", e.Addr, "-error-rate", fmt.Sprint(errorRate))
+	if err := waitHTTP("http://"+e.Addr+"/metrics", 30*time.Second); err != nil {
+		t.Fatalf("exporter did not serve: %v\n%s", err, tailFile(logPath, 20))
 	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	first := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			first <- sc.Text()
-		}
-		close(first)
-		for sc.Scan() {
-		}
-		_ = cmd.Wait()
-		close(done)
-	}()
-	select {
-	case line := <-first:
-		addr, ok := strings.CutPrefix(line, "listening on ")
-		if !ok {
-			t.Fatalf("exporter said %q, want \"listening on ADDR\"", line)
-		}
-		return &Exporter{Addr: addr}
-	case <-time.After(30 * time.Second):
-		t.Fatal("exporter did not start listening within 30s")
-	}
-	return nil
+	return e
 }
 
 // SetErrorRate sets the share of requests that fail from now on.

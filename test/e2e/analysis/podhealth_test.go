@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
 )
 
 // canaryDeployment runs 2 pods of image, labelled app=name.
@@ -74,14 +75,7 @@ func restarts(p corev1.Pod) int32 {
 	return n
 }
 
-func notReady(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status != corev1.ConditionTrue
-		}
-	}
-	return true
-}
+func notReady(p corev1.Pod) bool { return !podorder.IsReady(&p) }
 
 // Pods of a "crashloop" image keep restarting and are never ready (the kwok stages
 // pod-crashloop-*), and podHealth fails on them.
