@@ -14,6 +14,11 @@ import (
 // prometheusTimeout bounds one query, so an unresponsive server is an error, not a stall.
 const prometheusTimeout = 10 * time.Second
 
+// MaxSeries bounds an instant vector's length. cel-go's cost tracking costs time in proportion
+// to a list's length at every step over it, so conditions over a huge vector would take minutes
+// before the cost limit stopped them; a check wants an aggregate anyway.
+const MaxSeries = 1000
+
 // Prometheus measures with an instant query against a Prometheus server's HTTP API.
 type Prometheus struct {
 	api   promv1.API
@@ -44,6 +49,9 @@ func (p *Prometheus) Measure(ctx context.Context, _ int32) (any, error) {
 	case *model.Scalar:
 		return float64(val.Value), nil
 	case model.Vector:
+		if len(val) > MaxSeries {
+			return nil, fmt.Errorf("prometheus query returned %d series, more than %d: aggregate them in the query (sum, max, topk)", len(val), MaxSeries)
+		}
 		out := make([]float64, len(val))
 		for i, s := range val {
 			out[i] = float64(s.Value)

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -22,6 +23,7 @@ func TestPrometheusMeasure(t *testing.T) {
 		{name: "scalar", status: 200, body: `{"status":"success","data":{"resultType":"scalar","result":[1700000000,"0.25"]}}`, want: 0.25},
 		{name: "vector", status: 200, body: `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"1"},"value":[1700000000,"0.5"]},{"metric":{"a":"2"},"value":[1700000000,"2"]}]}}`, want: []float64{0.5, 2}},
 		{name: "empty vector", status: 200, body: `{"status":"success","data":{"resultType":"vector","result":[]}}`, want: []float64{}},
+		{name: "too many series", status: 200, body: `{"status":"success","data":{"resultType":"vector","result":[` + series(MaxSeries+1) + `]}}`, wantErr: "returned 1001 series, more than 1000"},
 		{name: "matrix is refused", status: 200, body: `{"status":"success","data":{"resultType":"matrix","result":[]}}`, wantErr: "returned a matrix; want a scalar or an instant vector"},
 		{name: "bad query", status: 400, body: `{"status":"error","errorType":"bad_data","error":"parse error at char 3"}`, wantErr: "parse error at char 3"},
 		{name: "server error", status: 503, body: `unavailable`, wantErr: "prometheus query"},
@@ -68,4 +70,12 @@ func TestPrometheusUnreachable(t *testing.T) {
 	if v, err := p.Measure(context.Background(), 1); err == nil {
 		t.Fatalf("a closed server gave %v and no error", v)
 	}
+}
+
+func series(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"metric":{"i":"%d"},"value":[1700000000,"1"]}`, i)
+	}
+	return strings.Join(parts, ",")
 }
