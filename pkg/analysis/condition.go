@@ -22,7 +22,8 @@ type conditions struct {
 // Compiler compiles CEL conditions once and keeps the programs, keyed by their text, for
 // every later measurement. It is safe for concurrent use.
 type Compiler struct {
-	env *cel.Env
+	env       *cel.Env
+	costLimit uint64
 
 	mu    sync.Mutex
 	progs map[string]cel.Program
@@ -38,7 +39,7 @@ func NewCompiler() (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Compiler{env: env, progs: map[string]cel.Program{}}, nil
+	return &Compiler{env: env, costLimit: costLimit, progs: map[string]cel.Program{}}, nil
 }
 
 // Compile returns the program of expr, compiling it on first use. field names the expression
@@ -56,7 +57,7 @@ func (c *Compiler) Compile(field, expr string) (cel.Program, error) {
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
 		return nil, fmt.Errorf("%s %q is of type %s, not bool", field, expr, t)
 	}
-	p, err := c.env.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptTrackCost))
+	p, err := c.env.Program(ast, cel.CostLimit(c.costLimit), cel.EvalOptions(cel.OptTrackCost))
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %v", field, expr, err)
 	}
