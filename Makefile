@@ -23,7 +23,7 @@ build: ## Build bin/kubectl-workload and bin/workload-agent.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/workload-agent ./cmd/agent
 
 test: ## Run every test: unit tests, then end-to-end tests on a local control plane.
-test: cluster-bins cluster-kubectl
+test: cluster-bins cluster-kubectl prometheus-bin
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
@@ -40,6 +40,7 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 	rm -rf bin dist
 
 -include hack/cluster.mk
+-include hack/prometheus.mk
 -include hack/dist.mk
 -include hack/bench.mk
 -include hack/demo.mk

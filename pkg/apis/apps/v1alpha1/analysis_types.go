@@ -1,0 +1,207 @@
+package v1alpha1
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AnalysisCheck is one named check run while a release step bakes (spec.analysis[] of a
+// Canary): a provider measures, the conditions judge each measurement, and the limits turn
+// the measurements into a verdict. See docs/analysis.md.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.provider.prometheus) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus check needs successCondition or failureCondition: nothing else says what a good value is"
+// +kubebuilder:validation:XValidation:rule="!has(self.count) || self.count == 1 || has(self.interval)",message="count above 1 needs interval: the time between measurements"
+type AnalysisCheck struct {
+	// Name identifies the check; steps list checks by it and status reports by it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Interval is the time between measurements, e.g. "30s" (at least 1s). Without it the check
+	// measures once.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be at least 1s"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Count is the number of measurements after which the check is decided. Defaults to 1
+	// without an interval; with an interval and no count the check keeps measuring for as long
+	// as the step bakes and passes when the step ends without failing.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Count *int32 `json:"count,omitempty"`
+
+	// FailureLimit is the number of failed measurements tolerated: one more fails the check.
+	// Defaults to 0 (the first failed measurement fails the check).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	FailureLimit int32 `json:"failureLimit,omitempty"`
+
+	// InconclusiveLimit is the number of inconclusive measurements tolerated: one more makes
+	// the check Inconclusive, which pauses the release for a person. Defaults to 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	InconclusiveLimit int32 `json:"inconclusiveLimit,omitempty"`
+
+	// ConsecutiveErrorLimit is the number of provider errors in a row (an unreachable
+	// Prometheus, a Job that cannot be created) that are retried at the interval; one more
+	// counts as an inconclusive measurement. Defaults to 4.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ConsecutiveErrorLimit *int32 `json:"consecutiveErrorLimit,omitempty"`
+
+	// SuccessCondition is a CEL expression over `result` (the measured value) that is true
+	// when the measurement is good, e.g. "result < 0.01" or "result[0] < 0.01" for a vector.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	SuccessCondition string `json:"successCondition,omitempty"`
+
+	// FailureCondition is a CEL expression over `result` that is true when the measurement is
+	// bad. With both conditions set, a measurement matching neither is inconclusive.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	FailureCondition string `json:"failureCondition,omitempty"`
+
+	// Provider says where measurements come from: exactly one of prometheus, job, podHealth.
+	Provider AnalysisProvider `json:"provider"`
+}
+
+// AnalysisProvider is where a check's measurements come from.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.job), has(self.podHealth)].filter(p, p).size() == 1",message="provider must set exactly one of prometheus, job, podHealth"
+type AnalysisProvider struct {
+	// Prometheus queries a Prometheus server's HTTP API; result is the query's value.
+	// +optional
+	Prometheus *PrometheusProvider `json:"prometheus,omitempty"`
+
+	// Job runs a Job per measurement; result is true when the Job succeeded and false when it
+	// failed.
+	// +optional
+	Job *JobProvider `json:"job,omitempty"`
+
+	// PodHealth looks at the canary's own pods: their restarts and readiness.
+	// +optional
+	PodHealth *PodHealthProvider `json:"podHealth,omitempty"`
+}
+
+// PrometheusProvider queries a Prometheus server. A scalar result is a number; an instant
+// vector is a list of numbers (one per series, in the order Prometheus returns them; empty
+// when nothing matched).
+type PrometheusProvider struct {
+	// Address is the server's base URL, e.g. "http://prometheus.monitoring:9090".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'http' || url(self).getScheme() == 'https')",message="address must be an http or https URL"
+	Address string `json:"address"`
+
+	// Query is the PromQL instant query, evaluated at the time of each measurement.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=8192
+	Query string `json:"query"`
+}
+
+// JobProvider runs a Job per measurement in the release's namespace, owned by the release so
+// that deleting the release deletes its Jobs. The Job's success passes the measurement.
+type JobProvider struct {
+	// Template is the Job to run. Its pods should not restart for ever: set the pod's
+	// restartPolicy to Never or OnFailure and, if needed, the Job's backoffLimit.
+	Template batchv1.JobTemplateSpec `json:"template"`
+}
+
+// PodHealthProvider measures the canary's pods. Without conditions, a measurement fails when
+// any pod restarted more than maxRestarts times or more than maxNotReady pods are not ready.
+// With conditions, result is a map of the counts: pods, ready, notReady, restarts (the most
+// restarts of any one pod) and totalRestarts.
+type PodHealthProvider struct {
+	// MaxRestarts is the most container restarts a canary pod may have had. Defaults to 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRestarts int32 `json:"maxRestarts,omitempty"`
+
+	// MaxNotReady is the most canary pods that may be not ready at a measurement (pods still
+	// starting count as not ready; use failureLimit to tolerate a slow start). Defaults to 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxNotReady int32 `json:"maxNotReady,omitempty"`
+}
+
+// AnalysisPhase is the state of a check, or the verdict on one measurement.
+// +kubebuilder:validation:Enum=Running;Successful;Failed;Inconclusive;Error
+type AnalysisPhase string
+
+const (
+	// AnalysisRunning: the check is still measuring.
+	AnalysisRunning AnalysisPhase = "Running"
+	// AnalysisSuccessful: the check passed.
+	AnalysisSuccessful AnalysisPhase = "Successful"
+	// AnalysisFailed: the check failed; the release rolls back.
+	AnalysisFailed AnalysisPhase = "Failed"
+	// AnalysisInconclusive: the check cannot say; the release pauses for a person.
+	AnalysisInconclusive AnalysisPhase = "Inconclusive"
+	// AnalysisError: the check itself is broken (e.g. a condition does not compile) or, for
+	// one measurement, the provider returned an error.
+	AnalysisError AnalysisPhase = "Error"
+)
+
+// MaxAnalysisMeasurements is how many of the latest measurements a check's status keeps.
+const MaxAnalysisMeasurements = 10
+
+// AnalysisCheckStatus is the state of one check of the current step.
+type AnalysisCheckStatus struct {
+	// Name is the check's name in spec.analysis.
+	Name string `json:"name"`
+
+	// Phase is Running, Successful, Failed, Inconclusive or Error.
+	// +optional
+	Phase AnalysisPhase `json:"phase,omitempty"`
+
+	// Message says why the check is in its phase, e.g. the failing value and condition.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// StartedAt is when the check started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// Count is the number of measurements taken (errors not included).
+	// +optional
+	Count int32 `json:"count,omitempty"`
+	// Successful is the number of successful measurements.
+	// +optional
+	Successful int32 `json:"successful,omitempty"`
+	// Failed is the number of failed measurements.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Inconclusive is the number of inconclusive measurements.
+	// +optional
+	Inconclusive int32 `json:"inconclusive,omitempty"`
+	// Errors is the number of provider errors.
+	// +optional
+	Errors int32 `json:"errors,omitempty"`
+	// ConsecutiveErrors is the number of provider errors since the last measurement.
+	// +optional
+	ConsecutiveErrors int32 `json:"consecutiveErrors,omitempty"`
+
+	// Measurements are the latest measurements, oldest first (at most 10).
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	Measurements []AnalysisMeasurement `json:"measurements,omitempty"`
+}
+
+// AnalysisMeasurement is one measurement of a check.
+type AnalysisMeasurement struct {
+	// Phase is the verdict on this measurement: Successful, Failed, Inconclusive or Error.
+	Phase AnalysisPhase `json:"phase"`
+	// Value is the measured value as text, e.g. "0.02" or "[0.02,0.01]".
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Value string `json:"value,omitempty"`
+	// MeasuredAt is when the measurement was taken.
+	MeasuredAt metav1.Time `json:"measuredAt"`
+	// Message gives the reason, e.g. the provider's error.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
