@@ -15,8 +15,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
 
-// ManagedSelector selects the pods and PVCs the agent created; the managed informer factory
-// lists and watches only those.
+// ManagedSelector selects the objects the agent created (pods, PVCs, subset workloads,
+// ControllerRevisions, canary Deployments); the managed informer factory lists and watches only
+// those.
 var ManagedSelector = labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent}.AsSelector().String()
 
 // StripManagedFields is the informers' cache transform: it drops metadata.managedFields, which
@@ -39,9 +40,11 @@ func StripManagedFields(obj interface{}) (interface{}, error) {
 
 // Factories are the shared informer factories the controllers share.
 type Factories struct {
-	// Kube is for native objects, scoped to the namespace, unfiltered.
+	// Kube is for native objects the agent references without creating them, scoped to the
+	// namespace, unfiltered: each informer from it caches its whole kind.
 	Kube informers.SharedInformerFactory
-	// Managed is for Pods and PVCs carrying the managed-by label, scoped to the namespace.
+	// Managed is for native objects the agent created (they carry the managed-by label), scoped
+	// to the namespace.
 	Managed informers.SharedInformerFactory
 	// Workloads is for the agent's own API group, scoped to the namespace.
 	Workloads externalversions.SharedInformerFactory

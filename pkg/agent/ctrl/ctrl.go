@@ -43,13 +43,15 @@ type Context struct {
 	// Client is the client for the agent's own API group (apps.workload.dev).
 	Client versioned.Interface
 
-	// KubeInformers is the shared factory for native objects (StatefulSets, Deployments,
-	// ControllerRevisions, ...), scoped to Namespace and not filtered by labels. Do NOT take Pod or
-	// PersistentVolumeClaim informers from it: that would cache every pod of the cluster. Use
-	// ManagedInformers for those.
+	// KubeInformers is the shared factory for native objects, scoped to Namespace and not filtered
+	// by labels: an informer from it caches every object of its kind, so the agent's memory grows
+	// with the cluster. Only for objects the agent references but did not create, and none of
+	// the registered controllers but the Canary's (its stable Deployment) takes one
+	// (docs/architecture.md, "What the agent caches").
 	KubeInformers informers.SharedInformerFactory
-	// ManagedInformers is the shared factory for Pods and PersistentVolumeClaims, scoped to
-	// Namespace and filtered by the label selector ManagedSelector
+	// ManagedInformers is the shared factory for every native object the agent creates (Pods,
+	// PersistentVolumeClaims, subset StatefulSets and Deployments, ControllerRevisions, canary
+	// Deployments), scoped to Namespace and filtered by the label selector ManagedSelector
 	// ("app.kubernetes.io/managed-by=workload-agent"): it only ever sees objects the agent
 	// created. Objects the agent creates must carry that label or the agent will not see them.
 	ManagedInformers informers.SharedInformerFactory

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
@@ -72,6 +74,26 @@ func New(parent metav1.Object, parentKind schema.GroupVersionKind, labels map[st
 		Data:     runtime.RawExtension{Raw: append([]byte(nil), data...)},
 		Revision: number,
 	}
+}
+
+// adoptLabels adds to existing the labels it lacks: a revision written by an older agent without
+// the managed-by label is invisible to the agent's filtered informer, so Create meets it as
+// AlreadyExists; labelling it once makes the informer see it and the next sync write nothing.
+func (h History) adoptLabels(ctx context.Context, existing *appsv1.ControllerRevision, want map[string]string) (*appsv1.ControllerRevision, error) {
+	missing := map[string]string{}
+	for k, v := range want {
+		if existing.Labels[k] != v {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return existing, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": missing}})
+	if err != nil {
+		return nil, err
+	}
+	return h.Client.AppsV1().ControllerRevisions(existing.Namespace).Patch(ctx, existing.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 }
 
 // Equal reports whether two revisions hold the same data.
@@ -149,7 +171,7 @@ func (h History) Create(ctx context.Context, parent metav1.Object, rev *appsv1.C
 			return nil, getErr
 		}
 		if metav1.IsControlledBy(existing, parent) && Equal(existing, clone) {
-			return existing, nil
+			return h.adoptLabels(ctx, existing, clone.Labels)
 		}
 		*collisionCount++
 	}

@@ -90,6 +90,44 @@ func TestCreateReusesEqualRevision(t *testing.T) {
 	}
 }
 
+// A revision an older agent wrote without the managed-by label is invisible to the filtered
+// informer: Create meets it as AlreadyExists and labels it, once.
+func TestCreateLabelsUnlabelledEqualRevision(t *testing.T) {
+	p := parent()
+	data := []byte(`{"a":1}`)
+	var cc int32
+	old := New(p, parentKind, map[string]string{"ud": "web"}, data, 1, &cc)
+	client := fake.NewClientset(old)
+	want := map[string]string{"ud": "web", "app.kubernetes.io/managed-by": "workload-agent"}
+	h := History{Client: client}
+	got, err := h.Create(context.Background(), p, New(p, parentKind, want, data, 2, &cc), &cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != old.Name || got.Labels["app.kubernetes.io/managed-by"] != "workload-agent" || got.Labels["ud"] != "web" || got.Labels[HashLabel] == "" {
+		t.Fatalf("got %s labels %v", got.Name, got.Labels)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if want := []string{"create", "get", "patch"}; !equalStrings(verbs, want) {
+		t.Fatalf("actions %v, want %v", verbs, want)
+	}
+	// Labelled now: meeting it again writes nothing more.
+	client.ClearActions()
+	if _, err := h.Create(context.Background(), p, New(p, parentKind, want, data, 2, &cc), &cc); err != nil {
+		t.Fatal(err)
+	}
+	verbs = nil
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if want := []string{"create", "get"}; !equalStrings(verbs, want) {
+		t.Fatalf("second create: actions %v, want %v", verbs, want)
+	}
+}
+
 func TestRenumber(t *testing.T) {
 	p := parent()
 	r := New(p, parentKind, nil, []byte(`{}`), 1, nil)

@@ -175,7 +175,8 @@ func (c *Controller) syncRevisions(ctx context.Context, ud *appsv1alpha1.UnitedD
 		return nil, nil, collisionCount, err
 	}
 	revision.Sort(revisions)
-	labels := map[string]string{appsv1alpha1.LabelUnitedDeploymentName: ud.Name}
+	// managed-by: the agent's revision informer lists and watches only what carries it.
+	labels := map[string]string{appsv1alpha1.LabelManagedBy: appsv1alpha1.ManagedByAgent, appsv1alpha1.LabelUnitedDeploymentName: ud.Name}
 	candidate := revision.New(ud, controllerKind, labels, data, revision.Next(revisions), &collisionCount)
 	equal := revision.FindEqual(revisions, candidate)
 	switch {
