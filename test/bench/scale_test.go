@@ -1,0 +1,353 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// The scale scenarios of issue 15 (DESIGN.md §3 "Scale", §6 round 2).
+var (
+	unrelatedDeployments  = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000) // unrelated Deployments (replicas 0)
+	unrelatedStatefulSets = envInt("BENCH_UNRELATED_STATEFULSETS", 2000) // unrelated StatefulSets (replicas 0), one ControllerRevision each
+	smallWorkloads        = envInt("BENCH_SMALL_WORKLOADS", 2000)        // TApps, and Deployments, of BenchmarkManySmall
+	smallReplicas         = envInt("BENCH_SMALL_REPLICAS", 3)            // pods of each
+)
+
+const (
+	unrelatedNS  = "bench-unrelated"
+	smallDeplNS  = "bench-small-deploy"
+	smallTAppNS  = "bench-small-tapp"
+	setupWorkers = 16
+	// setupQPS is the benchmark's own client budget for making the scenery (not measured).
+	setupQPS = 500
+	// Targets of issue 15, reported against, never asserted.
+	targetUnrelatedRatio = 1.05
+	targetSmallPeakRSS   = 150 << 20
+)
+
+// scenery is a client with a larger budget, for creating what a scenario needs before it is
+// measured.
+func (e *env) scenery(b *testing.B) *kubernetes.Clientset {
+	b.Helper()
+	cfg := e.cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = setupQPS, 2*setupQPS
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// createAll calls create(i) for i in [0, n) from setupWorkers goroutines and fails on the first
+// error.
+func createAll(b *testing.B, n int, create func(ctx context.Context, i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range min(setupWorkers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := create(context.Background(), i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+}
+
+// countAtLeast is a poll condition: count returns at least want.
+func countAtLeast(what string, want int, count func(ctx context.Context) (int, error)) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		n, err := count(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return n >= want, fmt.Sprintf("%d of %d %s", n, want, what), nil
+	}
+}
+
+// clearEarlierWorkloads deletes the namespaces of the benchmarks before this one: the agent
+// watches every namespace, so their TApps and pods would be counted here.
+func (e *env) clearEarlierWorkloads(b *testing.B) {
+	b.Helper()
+	for _, ns := range []string{tappNS, controlNS, udNS, deployNS, unrelatedNS, smallDeplNS, smallTAppNS} {
+		e.deleteNamespace(b, ns)
+	}
+}
+
+// idleMemory runs a fresh agent for memSettle and returns its peak RSS since start (VmHWM) and
+// its RSS at the end.
+func (e *env) idleMemory(b *testing.B, name string) (peak, rss int64) {
+	b.Helper()
+	a := e.startAgent(b, name)
+	time.Sleep(memSettle)
+	var err error
+	if rss, err = a.RSS(); err != nil {
+		b.Fatal(err)
+	}
+	if peak, err = a.PeakRSS(); err != nil {
+		b.Fatal(err)
+	}
+	stopAgent(b, a, name)
+	return peak, rss
+}
+
+// BenchmarkUnrelatedObjects: the agent's memory with nothing of its own in the cluster, first
+// with nothing else, then with BENCH_UNRELATED_DEPLOYMENTS Deployments (replicas 0),
+// BENCH_UNRELATED_STATEFULSETS StatefulSets (replicas 0; kube-controller-manager writes a
+// ControllerRevision for each) and BENCH_UNRELATED bare pods, none of them the agent's. A fresh
+// agent is started for each; the ratio of their peak RSS is the target (<= 1.05).
+func BenchmarkUnrelatedObjects(b *testing.B) {
+	e := getEnv(b)
+	e.clearEarlierWorkloads(b)
+	nonePeak, noneRSS := e.idleMemory(b, "unrelated-none")
+
+	e.ensureNamespace(b, unrelatedNS)
+	e.createUnrelated(b)
+	peak, rss := e.idleMemory(b, "unrelated-all")
+
+	fmt.Printf("\n--- agent memory, no workload of its own: nothing else vs %d Deployments, %d StatefulSets' ControllerRevisions, %d pods unrelated\n",
+		unrelatedDeployments, unrelatedStatefulSets, unrelatedPods)
+	say("nothing else: peak RSS %s, RSS %s after %s", MiB(nonePeak), MiB(noneRSS), memSettle)
+	say("unrelated objects: peak RSS %s, RSS %s after %s", MiB(peak), MiB(rss), memSettle)
+	ratio := float64(peak) / float64(nonePeak)
+	meets := ratio <= targetUnrelatedRatio
+	compare("agent peak RSS, unrelated objects/none", "unrelated", "none", float64(peak)/(1<<20), float64(nonePeak)/(1<<20),
+		fmt.Sprintf("<= %.2f", targetUnrelatedRatio), &meets)
+	compare("agent RSS after settling, unrelated objects/none", "unrelated", "none", float64(rss)/(1<<20), float64(noneRSS)/(1<<20), "", nil)
+	b.ReportMetric(ratio, "peak-RSS-ratio")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+	e.deleteNamespace(b, unrelatedNS)
+}
+
+// createUnrelated makes the unrelated objects of BenchmarkUnrelatedObjects and waits until
+// kube-controller-manager has made their ReplicaSets and ControllerRevisions and every pod runs.
+func (e *env) createUnrelated(b *testing.B) {
+	b.Helper()
+	start := time.Now()
+	c := e.scenery(b)
+	apps := c.AppsV1()
+	createAll(b, unrelatedDeployments, func(ctx context.Context, i int) error {
+		_, err := apps.Deployments(unrelatedNS).Create(ctx, newDeployment(fmt.Sprintf("deploy-%d", i), 0, "registry.invalid/unrelated:v1"), metav1.CreateOptions{})
+		return err
+	})
+	createAll(b, unrelatedStatefulSets, func(ctx context.Context, i int) error {
+		_, err := apps.StatefulSets(unrelatedNS).Create(ctx, newStatefulSet(fmt.Sprintf("sts-%d", i)), metav1.CreateOptions{})
+		return err
+	})
+	createAll(b, unrelatedPods, func(ctx context.Context, i int) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": "unrelated"}}}
+		p.Spec = podTemplate("unrelated", "registry.invalid/unrelated:v1").Spec
+		_, err := c.CoreV1().Pods(unrelatedNS).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+	list := metav1.ListOptions{ResourceVersion: "0"}
+	poll(b, "ReplicaSets of the unrelated Deployments", 5*time.Second, countAtLeast("ReplicaSets", unrelatedDeployments, func(ctx context.Context) (int, error) {
+		l, err := apps.ReplicaSets(unrelatedNS).List(ctx, list)
+		return len(l.Items), err
+	}))
+	poll(b, "ControllerRevisions of the unrelated StatefulSets", 5*time.Second, countAtLeast("ControllerRevisions", unrelatedStatefulSets, func(ctx context.Context) (int, error) {
+		l, err := apps.ControllerRevisions(unrelatedNS).List(ctx, list)
+		return len(l.Items), err
+	}))
+	poll(b, "unrelated pods Ready", 5*time.Second, countAtLeast("pods Ready", unrelatedPods, func(ctx context.Context) (int, error) {
+		l, err := c.CoreV1().Pods(unrelatedNS).List(ctx, list)
+		n := 0
+		for i := range l.Items {
+			if podReady(&l.Items[i]) {
+				n++
+			}
+		}
+		return n, err
+	}))
+	time.Sleep(settle)
+	fmt.Printf("\n--- setup: %d Deployments, %d StatefulSets, %d pods unrelated to the agent, settled in %s\n",
+		unrelatedDeployments, unrelatedStatefulSets, unrelatedPods, Secs(time.Since(start)))
+}
+
+func newStatefulSet(name string) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: podTemplate(name, "registry.invalid/unrelated:v1"),
+		},
+	}
+}
+
+func smallName(i int) string { return fmt.Sprintf("small-%d", i) }
+
+// BenchmarkManySmall: BENCH_SMALL_WORKLOADS Deployments of BENCH_SMALL_REPLICAS pods, created
+// at once, to every pod Ready (kube-controller-manager); then as many TApps of as many pods
+// (the agent, same client QPS and burst); then the agent is restarted over the settled TApps
+// and must write nothing.
+func BenchmarkManySmall(b *testing.B) {
+	e := getEnv(b)
+	e.clearEarlierWorkloads(b)
+	n := smallWorkloads * smallReplicas
+	e.ensureNamespace(b, smallDeplNS)
+	b.Run("Deployments", func(b *testing.B) {
+		e.measure(b, phase{
+			name: "ManySmall/Deployments", ns: smallDeplNS, pods: n, isDone: readyOn(imageV1),
+			action: func(context.Context) error {
+				createAll(b, smallWorkloads, func(ctx context.Context, i int) error {
+					_, err := e.kube.AppsV1().Deployments(smallDeplNS).Create(ctx, newDeployment(smallName(i), smallReplicas, imageV1), metav1.CreateOptions{})
+					return err
+				})
+				return nil
+			},
+			complete:   e.allComplete("Deployments", e.deploymentsComplete(smallDeplNS)),
+			controller: "kube-controller-manager",
+			ideal:      1,
+		})
+	})
+	// The same machine for both sides: the Deployments' pods go before the TApps come.
+	e.deleteNamespace(b, smallDeplNS)
+
+	e.ensureNamespace(b, smallTAppNS)
+	a := e.startAgent(b, "small")
+	b.Run("TApps", func(b *testing.B) {
+		e.measure(b, phase{
+			name: "ManySmall/TApps", ns: smallTAppNS, pods: n, isDone: readyOn(imageV1),
+			action: func(context.Context) error {
+				createAll(b, smallWorkloads, func(ctx context.Context, i int) error {
+					_, err := e.apps.AppsV1alpha1().TApps(smallTAppNS).Create(ctx, newTApp(smallName(i), smallReplicas, imageV1), metav1.CreateOptions{})
+					return err
+				})
+				return nil
+			},
+			complete:   e.allComplete("TApps", e.tappsComplete(smallTAppNS)),
+			controller: "workload-agent",
+			agent:      a,
+			ideal:      1,
+		})
+	})
+	stopAgent(b, a, "small")
+	b.Run("Restart", func(b *testing.B) { e.restartOverSettled(b) })
+	compareManySmall()
+	e.deleteNamespace(b, smallTAppNS)
+}
+
+// restartOverSettled starts a new agent over the settled TApps of BenchmarkManySmall and counts
+// its writes from its start until it has run for memSettle after it is ready.
+func (e *env) restartOverSettled(b *testing.B) {
+	b.Helper()
+	w := e.openWindow(b)
+	start := time.Now()
+	a := e.startAgent(b, "small-restart")
+	ready := time.Since(start)
+	time.Sleep(memSettle)
+	peak, err := a.PeakRSS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stopAgent(b, a, "small-restart")
+	ws := e.closeWindow(b, w)
+	mine := ws.audit.ByClient("workload-agent")
+	restartWrites = mine.Total()
+	fmt.Printf("\n--- ManySmall/Restart: a new agent over %d settled TApps of %d pods\n", smallWorkloads, smallReplicas)
+	say("ready (caches synced) after %s; ran %s more; peak RSS %s", Secs(ready), memSettle, MiB(peak))
+	say("agent writes (audit log), target 0: %.0f (%s): %s", restartWrites, Verdict(restartWrites == 0), mine.Format(0))
+	b.ReportMetric(restartWrites, "agent-writes")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+}
+
+var restartWrites = -1.0
+
+func compareManySmall() {
+	d, t := results["ManySmall/Deployments"], results["ManySmall/TApps"]
+	if d == nil || t == nil {
+		return
+	}
+	fmt.Printf("\n--- %d TApps vs %d Deployments of %d pods, same client QPS/burst (%d/%d)\n",
+		smallWorkloads, smallWorkloads, smallReplicas, clientQPS, clientBurst)
+	compare("many small: time to every pod Ready, TApps/Deployments", "TApps", "Deployments", t.ready.Seconds(), d.ready.Seconds(), "", nil)
+	compare("many small: controller pod writes per pod, TApps/Deployments", "TApps", "Deployments",
+		t.perPod(t.controllerPodWrites().Total()), d.perPod(d.controllerPodWrites().Total()), "", nil)
+	compare("many small: controller writes of all resources per pod, TApps/Deployments", "TApps", "Deployments",
+		t.perPod(t.controllerWrites().Total()), d.perPod(d.controllerWrites().Total()), "", nil)
+	meets := t.peakRSS <= targetSmallPeakRSS
+	say("many small: agent peak RSS %s (target <= %s: %s)", MiB(t.peakRSS), MiB(targetSmallPeakRSS), Verdict(meets))
+}
+
+// controllerWrites are every write of the workload's controller (any resource, Events too).
+func (r *result) controllerWrites() RequestCounts {
+	out := RequestCounts{}
+	for _, c := range r.writes.audit.Clients() {
+		if strings.HasPrefix(c, r.controller) {
+			for k, v := range r.writes.audit.ByClient(c) {
+				out[k] += v
+			}
+		}
+	}
+	return out
+}
+
+// allComplete is a poll condition over every workload of a namespace: count returns how many
+// are complete out of how many.
+func (e *env) allComplete(what string, count func(ctx context.Context) (done, all int, err error)) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		done, all, err := count(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return all == smallWorkloads && done == all, fmt.Sprintf("%d of %d %s complete", done, all, what), nil
+	}
+}
+
+func (e *env) deploymentsComplete(ns string) func(ctx context.Context) (int, int, error) {
+	return func(ctx context.Context) (int, int, error) {
+		l, err := e.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, 0, err
+		}
+		done := 0
+		for _, d := range l.Items {
+			s, w := d.Status, *d.Spec.Replicas
+			if s.ObservedGeneration >= d.Generation && s.Replicas == w && s.UpdatedReplicas == w && s.ReadyReplicas == w && s.AvailableReplicas == w {
+				done++
+			}
+		}
+		return done, len(l.Items), nil
+	}
+}
+
+func (e *env) tappsComplete(ns string) func(ctx context.Context) (int, int, error) {
+	return func(ctx context.Context) (int, int, error) {
+		l, err := e.apps.AppsV1alpha1().TApps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, 0, err
+		}
+		done := 0
+		for _, t := range l.Items {
+			s, w := t.Status, *t.Spec.Replicas
+			if s.ObservedGeneration == t.Generation && s.Replicas == w && s.UpdatedReplicas == w && s.ReadyReplicas == w && s.AvailableReplicas == w {
+				done++
+			}
+		}
+		return done, len(l.Items), nil
+	}
+}
