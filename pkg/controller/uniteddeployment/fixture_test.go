@@ -56,6 +56,9 @@ type fixture struct {
 	mu    sync.Mutex
 	log   []core.Action
 	names int
+	// version is the last resourceVersion given out: every create, update and put gets the next,
+	// as the API server would.
+	version int
 	// fail makes calls of "verb resource" fail with the error.
 	fail map[string]error
 }
@@ -75,7 +78,9 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	f.kubeClient = k8sfake.NewClientset(kube...)
 	for _, c := range []*core.Fake{&f.client.Fake, &f.kubeClient.Fake} {
 		c.PrependReactor("*", "*", f.record)
-		// The fake clientsets do not implement generateName; the API server would.
+		// The fake clientsets implement neither resourceVersions nor generateName.
+		c.PrependReactor("update", "*", f.stampVersion)
+		c.PrependReactor("create", "*", f.stampVersion)
 		c.PrependReactor("create", "*", f.generateName)
 	}
 
@@ -115,6 +120,21 @@ func (f *fixture) record(a core.Action) (bool, runtime.Object, error) {
 		return true, nil, err
 	}
 	return false, nil, nil
+}
+
+// stampVersion gives a created or updated object the next resourceVersion.
+func (f *fixture) stampVersion(a core.Action) (bool, runtime.Object, error) {
+	if obj, ok := a.(interface{ GetObject() runtime.Object }).GetObject().(metav1.Object); ok {
+		obj.SetResourceVersion(f.nextVersion())
+	}
+	return false, nil, nil
+}
+
+func (f *fixture) nextVersion() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version++
+	return fmt.Sprint(f.version)
 }
 
 func (f *fixture) generateName(a core.Action) (bool, runtime.Object, error) {
@@ -182,6 +202,7 @@ func (f *fixture) tracker(gvr schema.GroupVersionResource) core.ObjectTracker {
 func (f *fixture) put(o runtime.Object) {
 	f.t.Helper()
 	m := o.(metav1.Object)
+	m.SetResourceVersion(f.nextVersion())
 	tr := f.tracker(gvrOf(o))
 	if _, err := tr.Get(gvrOf(o), m.GetNamespace(), m.GetName()); err == nil {
 		if err := tr.Update(gvrOf(o), o, m.GetNamespace()); err != nil {
@@ -205,7 +226,7 @@ func (f *fixture) trySync(name string) error {
 	f.mu.Lock()
 	f.log = nil
 	f.mu.Unlock()
-	return f.c.syncHandler(context.Background(), ns+"/"+name)
+	return f.c.syncHandler(context.Background(), cache.ObjectName{Namespace: ns, Name: name})
 }
 
 func (f *fixture) writes() []core.Action {
