@@ -53,8 +53,10 @@ type fixture struct {
 	indexers map[schema.GroupVersionResource]cache.Indexer
 	pods     cache.Indexer
 
-	mu    sync.Mutex
-	log   []core.Action
+	mu  sync.Mutex
+	log []core.Action
+	// refused[i] is true when log[i] failed (fail).
+	refused []bool
 	names int
 	// version is the last resourceVersion given out: every create, update and put gets the next,
 	// as the API server would.
@@ -77,10 +79,12 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	f.client = fake.NewSimpleClientset(ours...)
 	f.kubeClient = k8sfake.NewClientset(kube...)
 	for _, c := range []*core.Fake{&f.client.Fake, &f.kubeClient.Fake} {
-		c.PrependReactor("*", "*", f.record)
-		// The fake clientsets implement neither resourceVersions nor generateName.
+		// The fake clientsets implement neither resourceVersions nor generateName. Reactors
+		// prepended later run first: generateName, then record (which logs the call as sent),
+		// then stampVersion.
 		c.PrependReactor("update", "*", f.stampVersion)
 		c.PrependReactor("create", "*", f.stampVersion)
+		c.PrependReactor("*", "*", f.record)
 		c.PrependReactor("create", "*", f.generateName)
 	}
 
@@ -115,8 +119,10 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 func (f *fixture) record(a core.Action) (bool, runtime.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.log = append(f.log, a)
-	if err, ok := f.fail[a.GetVerb()+" "+a.GetResource().Resource]; ok {
+	f.log = append(f.log, a.DeepCopy())
+	err, ok := f.fail[a.GetVerb()+" "+a.GetResource().Resource]
+	f.refused = append(f.refused, ok)
+	if ok {
 		return true, nil, err
 	}
 	return false, nil, nil
@@ -224,17 +230,23 @@ func (f *fixture) sync(name string) []string {
 
 func (f *fixture) trySync(name string) error {
 	f.mu.Lock()
-	f.log = nil
+	f.log, f.refused = nil, nil
 	f.mu.Unlock()
 	return f.c.syncHandler(context.Background(), cache.ObjectName{Namespace: ns, Name: name})
 }
 
 func (f *fixture) writes() []core.Action {
+	return f.calls(true)
+}
+
+// calls returns the calls of the last sync, list and watch excepted; the refused ones too when
+// refused is true.
+func (f *fixture) calls(refused bool) []core.Action {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []core.Action
-	for _, a := range f.log {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+	for i, a := range f.log {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" || (f.refused[i] && !refused) {
 			continue
 		}
 		out = append(out, a)
@@ -292,11 +304,11 @@ func (f *fixture) written(i int) runtime.Object {
 	return nil
 }
 
-// observe mirrors the writes of the last sync into the caches, as the informers would, and
-// calls the workload event handlers (so expectations are observed).
+// observe mirrors the writes of the last sync that the API server accepted into the caches, as
+// the informers would, and calls the workload event handlers (so expectations are observed).
 func (f *fixture) observe() {
 	f.t.Helper()
-	f.observeActions(f.writes())
+	f.observeActions(f.calls(false))
 }
 
 // observeActions mirrors the given writes into the caches.
