@@ -57,7 +57,7 @@ type fixture struct {
 	log []core.Action
 	// refused[i] is true when log[i] failed (fail).
 	refused []bool
-	names int
+	names   int
 	// version is the last resourceVersion given out: every create, update and put gets the next,
 	// as the API server would.
 	version int

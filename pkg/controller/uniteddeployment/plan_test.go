@@ -113,7 +113,7 @@ func (w *world) readyPods(ownerKind, subset, rev string, n int) {
 	for i := 0; i < n; i++ {
 		w.pods = append(w.pods, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", subset, ownerKind, i), Namespace: ns,
-				Labels: map[string]string{appsv1alpha1.LabelUnitedDeploymentName: w.ud.Name, appsv1alpha1.LabelSubsetName: subset, appsv1alpha1.LabelRevision: rev},
+				Labels:          map[string]string{appsv1alpha1.LabelUnitedDeploymentName: w.ud.Name, appsv1alpha1.LabelSubsetName: subset, appsv1alpha1.LabelRevision: rev},
 				OwnerReferences: []metav1.OwnerReference{{Kind: ownerKind, Name: subset, Controller: ptrTo(true)}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		})
