@@ -3,11 +3,10 @@ package uniteddeployment
 import (
 	"context"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
+	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -21,7 +20,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
-	udinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
 )
 
@@ -55,8 +54,10 @@ type Controller struct {
 	statuses     *expectations.StatusWrites[*appsv1alpha1.UnitedDeploymentStatus]
 }
 
-// NewController returns a UnitedDeployment controller. It registers its event handlers on the
-// informers given; the caller starts the informers (and waits for them, or lets Run wait).
+// NewController returns a UnitedDeployment controller reading UnitedDeployments and TApps from
+// ourInformers, StatefulSets, Deployments and ControllerRevisions from kubeInformers, and pods
+// from podInformer. It registers its event handlers; the caller starts the informers (and waits
+// for them, or lets Run wait).
 //
 // The pod informer only needs the pods the agent manages (label
 // app.kubernetes.io/managed-by=workload-agent): subset workloads stamp that label, with the
@@ -66,52 +67,45 @@ type Controller struct {
 func NewController(
 	kubeClient kubernetes.Interface,
 	client versioned.Interface,
-	udInformer udinformers.UnitedDeploymentInformer,
-	statefulSetInformer appsinformers.StatefulSetInformer,
-	deploymentInformer appsinformers.DeploymentInformer,
-	tappInformer udinformers.TAppInformer,
-	revisionInformer appsinformers.ControllerRevisionInformer,
+	kubeInformers informers.SharedInformerFactory,
+	ourInformers externalversions.SharedInformerFactory,
 	podInformer coreinformers.PodInformer,
 	recorder record.EventRecorder,
 ) (*Controller, error) {
+	udInformer := ourInformers.Apps().V1alpha1().UnitedDeployments()
+	revisionInformer := kubeInformers.Apps().V1().ControllerRevisions()
 	c := &Controller{
 		Base:           base.New(ControllerName, kind, recorder),
 		client:         client,
 		udLister:       udInformer.Lister(),
 		revisionLister: revisionInformer.Lister(),
 		podLister:      podInformer.Lister(),
-		kinds: []workloadKind{
-			subsetKind[*appsv1.StatefulSet]{statefulSets{kubeClient, statefulSetInformer.Lister()}},
-			subsetKind[*appsv1.Deployment]{deployments{kubeClient, deploymentInformer.Lister()}},
-			subsetKind[*appsv1alpha1.TApp]{tapps{client, tappInformer.Lister()}},
-		},
-		history:      revision.History{Client: kubeClient},
-		expectations: expectations.NewControllerExpectations(),
-		statuses:     expectations.NewStatusWrites[*appsv1alpha1.UnitedDeploymentStatus](),
+		history:        revision.History{Client: kubeClient},
+		expectations:   expectations.NewControllerExpectations(),
+		statuses:       expectations.NewStatusWrites[*appsv1alpha1.UnitedDeploymentStatus](),
 	}
-	watches := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{udInformer.Informer(), c.ObjectHandler()},
-		{statefulSetInformer.Informer(), c.workloadHandler()},
-		{deploymentInformer.Informer(), c.workloadHandler()},
-		{tappInformer.Informer(), c.workloadHandler()},
-		// Revisions are created and deleted only by this controller; a revision deleted by
-		// someone else may still be needed, so look again.
-		{revisionInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueOwner}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueuePodOwner,
-			UpdateFunc: c.updatePod,
-			DeleteFunc: c.enqueuePodOwner,
-		}},
+	if err := c.Watch(udInformer.Informer(), c.ObjectHandler()); err != nil {
+		return nil, err
 	}
-	for _, w := range watches {
-		if err := c.Watch(w.informer, w.handler); err != nil {
+	src := sources{kube: kubeClient, ours: client, kubeInformers: kubeInformers, ourInformers: ourInformers}
+	for _, newKind := range subsetKinds {
+		k, informer := newKind(src)
+		c.kinds = append(c.kinds, k)
+		if err := c.Watch(informer, c.workloadHandler()); err != nil {
 			return nil, err
 		}
 	}
-	return c, nil
+	// Revisions are created and deleted only by this controller; a revision deleted by someone
+	// else may still be needed, so look again.
+	if err := c.Watch(revisionInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueOwner}); err != nil {
+		return nil, err
+	}
+	err := c.Watch(podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueuePodOwner,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.enqueuePodOwner,
+	})
+	return c, err
 }
 
 // Run waits for the caches, starts workers and blocks until ctx is done; it then shuts the queue

@@ -96,7 +96,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	depInf := kinf.Apps().V1().Deployments()
 	revInf := kinf.Apps().V1().ControllerRevisions()
 	podInf := kinf.Core().V1().Pods()
-	c, err := NewController(f.kubeClient, f.client, udInf, stsInf, depInf, tappInf, revInf, podInf, f.recorder)
+	c, err := NewController(f.kubeClient, f.client, kinf, inf, podInf, f.recorder)
 	if err != nil {
 		t.Fatal(err)
 	}

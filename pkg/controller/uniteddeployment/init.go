@@ -12,11 +12,8 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 	ctl, err := NewController(
 		c.KubeClient,
 		c.Client,
-		c.Informers.Apps().V1alpha1().UnitedDeployments(),
-		c.KubeInformers.Apps().V1().StatefulSets(),
-		c.KubeInformers.Apps().V1().Deployments(),
-		c.Informers.Apps().V1alpha1().TApps(),
-		c.KubeInformers.Apps().V1().ControllerRevisions(),
+		c.KubeInformers,
+		c.Informers,
 		c.ManagedInformers.Core().V1().Pods(),
 		c.EventRecorder(base.EventComponent(ControllerName)),
 	)

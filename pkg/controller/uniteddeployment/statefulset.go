@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -16,6 +17,11 @@ import (
 type statefulSets struct {
 	kube   kubernetes.Interface
 	listed appslisters.StatefulSetLister
+}
+
+func newStatefulSets(s sources) (workloadKind, cache.SharedIndexInformer) {
+	inf := s.kubeInformers.Apps().V1().StatefulSets()
+	return subsetKind[*appsv1.StatefulSet]{statefulSets{s.kube, inf.Lister()}}, inf.Informer()
 }
 
 func (statefulSets) kind() string         { return "StatefulSet" }

@@ -3,6 +3,7 @@ package uniteddeployment
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -14,6 +15,11 @@ import (
 type tapps struct {
 	ours   versioned.Interface
 	listed listers.TAppLister
+}
+
+func newTApps(s sources) (workloadKind, cache.SharedIndexInformer) {
+	inf := s.ourInformers.Apps().V1alpha1().TApps()
+	return subsetKind[*appsv1alpha1.TApp]{tapps{s.ours, inf.Lister()}}, inf.Informer()
 }
 
 func (tapps) kind() string         { return "TApp" }
