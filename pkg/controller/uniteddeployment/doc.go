@@ -102,8 +102,9 @@
 // labelSelector is spec.selector in string form for the scale subresource. Conditions:
 // SubsetProvisioned (False while a create or delete failed, reason ProvisionFailed, or while an
 // old-kind workload waits for its replacement, reason Replacing), SubsetUpdated (False while a
-// subset's workload does not carry the updated revision: Paused, PartitionUnsupported or
-// Updating after a failed update) and SubsetFailure (True with the first failure's reason and
+// subset's workload does not carry the updated revision: Paused, PartitionUnsupported,
+// Updating after a failed update, or ProvisionFailed when the subset has no workload because its
+// create failed) and SubsetFailure (True with the first failure's reason and
 // every failure's message, else False with reason NoFailure). Every write the API server refuses
 // — a workload's create, update or delete, a revision's create, renumbering or pruning — is such
 // a failure, its message carrying the server's, until the write succeeds. Rollout progress is published

@@ -120,6 +120,8 @@ func (c *Controller) create(ctx context.Context, key string, ud *appsv1alpha1.Un
 		r.provisionFailed = true
 		err = fmt.Errorf("creating %s of subset %s: %w", k.Kind(), cr.spec.Subset.Name, err)
 		r.fail(appsv1alpha1.ReasonFailedCreate, err)
+		// A subset without its workload does not run the updated revision either.
+		r.hold(appsv1alpha1.ReasonProvisionFailed, cr.spec.Subset.Name)
 		c.Recorder.Event(ud, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, err.Error())
 		return
 	}

@@ -33,11 +33,11 @@ func TestRefusedWritesAreConditions(t *testing.T) {
 		want []string
 	}{
 		{"StatefulSet create", "create statefulsets", gvrSts, "StatefulSet", nil,
-			[]string{"SubsetProvisioned=False ProvisionFailed", "SubsetFailure=True FailedCreate"}},
+			[]string{"SubsetProvisioned=False ProvisionFailed", "SubsetUpdated=False ProvisionFailed", "SubsetFailure=True FailedCreate"}},
 		{"Deployment create", "create deployments", gvrDep, "Deployment", nil,
-			[]string{"SubsetProvisioned=False ProvisionFailed", "SubsetFailure=True FailedCreate"}},
+			[]string{"SubsetProvisioned=False ProvisionFailed", "SubsetUpdated=False ProvisionFailed", "SubsetFailure=True FailedCreate"}},
 		{"TApp create", "create tapps", gvrTApp, "TApp", nil,
-			[]string{"SubsetProvisioned=False ProvisionFailed", "SubsetFailure=True FailedCreate"}},
+			[]string{"SubsetProvisioned=False ProvisionFailed", "SubsetUpdated=False ProvisionFailed", "SubsetFailure=True FailedCreate"}},
 		{"revision create", "create controllerrevisions", gvrRev, "StatefulSet", nil,
 			[]string{"SubsetFailure=True RevisionFailed"}},
 		{"revision create on a new template", "create controllerrevisions", gvrRev, "Deployment",

@@ -132,6 +132,9 @@ func setConditions(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.Unite
 			why = "updateStrategy.paused is set"
 		case appsv1alpha1.ReasonPartitionUnsupported:
 			why = "a Deployment cannot honour a non-zero partition"
+		case appsv1alpha1.ReasonProvisionFailed:
+			msgs = append(msgs, fmt.Sprintf("subsets %s have no %s: creating it failed", strings.Join(r.notUpdated[reason], ", "), kind))
+			continue
 		default:
 			why = "the update failed"
 		}

@@ -37,11 +37,12 @@ func TestComputeStatus(t *testing.T) {
 			r := provisioned(rev)
 			r.subsets.creates = []creation{{}}
 			r.provisionFailed = true
+			r.hold(appsv1alpha1.ReasonProvisionFailed, "zone-a")
 			r.failures = []failure{{appsv1alpha1.ReasonFailedCreate, "creating StatefulSet of subset zone-a: " + serverSays}}
 			return r
 		},
-		want:    map[string]string{"SubsetProvisioned": "False ProvisionFailed", "SubsetUpdated": "True Updated", "SubsetFailure": "True FailedCreate"},
-		message: serverSays,
+		want:    map[string]string{"SubsetProvisioned": "False ProvisionFailed", "SubsetUpdated": "False ProvisionFailed", "SubsetFailure": "True FailedCreate"},
+		message: "zone-a",
 	}, {
 		name: "delete refused",
 		result: func(_ *world, rev string) *result {
@@ -122,7 +123,16 @@ func TestComputeStatus(t *testing.T) {
 			}{{"zone-a", 3}, {"zone-b", 3}, {"zone-c", 4}} {
 				w.readyPods("StatefulSet", z.name, rev2, z.n)
 			}
-			st := computeStatus(w.observation(), tt.result(w, rev2))
+			r := tt.result(w, rev2)
+			st := computeStatus(w.observation(), r)
+			// SubsetFailure carries every failure's message, the server's words included.
+			var msgs []string
+			for _, f := range r.failures {
+				msgs = append(msgs, f.message)
+			}
+			if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.SubsetFailure); c == nil || c.Message != strings.Join(msgs, "; ") {
+				t.Errorf("SubsetFailure %+v, want the message %q", c, strings.Join(msgs, "; "))
+			}
 			for ct, want := range tt.want {
 				c := meta.FindStatusCondition(st.Conditions, ct)
 				if want == "" {
