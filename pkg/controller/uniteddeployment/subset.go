@@ -44,7 +44,7 @@ type SubsetSpec struct {
 	Revision string
 	// SubsetHash is the hash of Subset's nodeSelectorTerm and tolerations.
 	SubsetHash string
-	// ApplyTemplate tells build to write spec.template (with the subset's topology) and Revision
+	// ApplyTemplate tells Build to write spec.template (with the subset's topology) and Revision
 	// into an existing workload. When false, only replicas, partition and paused are written and
 	// the workload keeps the template it has. A new workload always gets the template.
 	ApplyTemplate bool
