@@ -19,11 +19,10 @@ type PodCheck func(pods map[types.UID]*corev1.Pod) []string
 // that a state the API server went through for a moment is caught, not only the states a poll
 // happens to see.
 type PodWatcher struct {
-	name   string
-	mu     sync.Mutex
-	check  PodCheck
-	events int
-	// violations not reported yet
+	name       string
+	mu         sync.Mutex
+	check      PodCheck
+	events     int
 	violations []string
 	reported   bool
 	cancel     context.CancelFunc
@@ -89,18 +88,6 @@ func (pw *PodWatcher) run(pods map[types.UID]*corev1.Pod, event bool) {
 func (pw *PodWatcher) stop() {
 	pw.cancel()
 	<-pw.done
-}
-
-// Report fails the test with the violations seen since the last report, without stopping the
-// watcher.
-func (pw *PodWatcher) Report(t testing.TB) {
-	t.Helper()
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	for _, v := range pw.violations {
-		t.Error(v)
-	}
-	pw.violations = nil
 }
 
 // Verify stops the watcher and fails the test with the violations it saw (the first ten), or
