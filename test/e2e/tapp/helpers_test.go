@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -51,35 +50,18 @@ func newTApp(name string, replicas int32) *appsv1alpha1.TApp {
 
 func (e *env) create(tp *appsv1alpha1.TApp) {
 	e.T.Helper()
-	if _, err := e.Apps.AppsV1alpha1().TApps(e.NS).Create(e.Ctx, tp, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Create(e.T, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), tp)
 }
 
 // update applies mutate to the current TApp, retrying on conflicts.
 func (e *env) update(name string, mutate func(*appsv1alpha1.TApp)) {
 	e.T.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		tp, err := e.Apps.AppsV1alpha1().TApps(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(tp)
-		_, err = e.Apps.AppsV1alpha1().TApps(e.NS).Update(e.Ctx, tp, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Update(e.T, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), name, mutate)
 }
 
 func (e *env) get(name string) *appsv1alpha1.TApp {
 	e.T.Helper()
-	tp, err := e.Apps.AppsV1alpha1().TApps(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return tp
+	return e2eenv.Get(e.T, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), name)
 }
 
 // pods returns the TApp's pods by name.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -123,35 +122,18 @@ func newUD(name, kind string, replicas int32) *appsv1alpha1.UnitedDeployment {
 
 func (e *env) create(ud *appsv1alpha1.UnitedDeployment) {
 	e.T.Helper()
-	if _, err := e.Apps.AppsV1alpha1().UnitedDeployments(e.NS).Create(e.Ctx, ud, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Create(e.T, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), ud)
 }
 
 // update applies mutate to the current UnitedDeployment, retrying on conflicts.
 func (e *env) update(name string, mutate func(*appsv1alpha1.UnitedDeployment)) {
 	e.T.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ud, err := e.Apps.AppsV1alpha1().UnitedDeployments(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(ud)
-		_, err = e.Apps.AppsV1alpha1().UnitedDeployments(e.NS).Update(e.Ctx, ud, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Update(e.T, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), name, mutate)
 }
 
 func (e *env) get(name string) *appsv1alpha1.UnitedDeployment {
 	e.T.Helper()
-	ud, err := e.Apps.AppsV1alpha1().UnitedDeployments(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return ud
+	return e2eenv.Get(e.T, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), name)
 }
 
 // workload is a subset workload of any kind.
