@@ -14,7 +14,7 @@ import (
 )
 
 // setup returns a client and a fresh namespace, deleted after the test.
-func setup(t *testing.T) (context.Context, *kubernetes.Clientset, string) {
+func setup(t *testing.T) (context.Context, kubernetes.Interface, string) {
 	t.Helper()
 	e := e2eenv.Setup(t)
 	return e.Ctx, e.Kube, e.NS

@@ -40,7 +40,7 @@ type Env struct {
 	T       *testing.T
 	Ctx     context.Context
 	Cluster *localcluster.Cluster
-	Kube    *kubernetes.Clientset
+	Kube    kubernetes.Interface
 	Apps    versioned.Interface
 	Dyn     dynamic.Interface
 	// NS is the test's namespace ("" for an Env of Clients).

@@ -26,6 +26,7 @@ type PodWatcher struct {
 	violations []string
 	reported   bool
 	cancel     context.CancelFunc
+	watch      watch.Interface
 	done       chan struct{}
 }
 
@@ -51,7 +52,7 @@ func (e *Env) WatchPods(name, selector string, check PodCheck) *PodWatcher {
 		cancel()
 		e.T.Fatal(err)
 	}
-	pw := &PodWatcher{name: name, check: check, cancel: cancel, done: make(chan struct{})}
+	pw := &PodWatcher{name: name, check: check, cancel: cancel, watch: w, done: make(chan struct{})}
 	pw.run(pods, false)
 	go func() {
 		defer close(pw.done)
@@ -87,6 +88,7 @@ func (pw *PodWatcher) run(pods map[types.UID]*corev1.Pod, event bool) {
 
 func (pw *PodWatcher) stop() {
 	pw.cancel()
+	pw.watch.Stop() // the end of the context alone does not end every watch.Interface
 	<-pw.done
 }
 
