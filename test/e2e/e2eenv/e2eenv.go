@@ -74,11 +74,14 @@ func Clients(t *testing.T) *Env {
 	return &Env{T: t, Ctx: ctx, Cluster: c, Kube: kube, Apps: apps, Dyn: dyn, Cancel: cancel}
 }
 
+var notInLabel = regexp.MustCompile(`[^a-z0-9-]`)
+
 // Setup returns an Env with a namespace named after the test, deleted when the test ends.
 func Setup(t *testing.T) *Env {
 	t.Helper()
 	e := Clients(t)
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	// A namespace name is a DNS label: the test's name, lower case, other characters as '-'.
+	name := notInLabel.ReplaceAllString(strings.ToLower(t.Name()), "-")
 	if len(name) > 40 {
 		name = name[:40]
 	}
