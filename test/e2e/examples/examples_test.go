@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 // each kind's resource through discovery.
 type applier struct {
 	dyn    dynamic.Interface
-	mapper meta.RESTMapper
+	mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
 func newApplier(t *testing.T) *applier {
@@ -56,6 +56,12 @@ func newApplier(t *testing.T) *applier {
 func (a *applier) create(ctx context.Context, obj *unstructured.Unstructured, ns string, dryRun bool) error {
 	gvk := obj.GroupVersionKind()
 	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		// Discovery read once, right after the cluster came up, may predate a CRD that was
+		// already Established (seen under load): read it again before calling the kind unknown.
+		a.mapper.Reset()
+		mapping, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
 	if err != nil {
 		return err
 	}
