@@ -538,6 +538,35 @@ func TestRefusedScaleIsDegraded(t *testing.T) {
 	}
 }
 
+// A write refused during a rollback makes the phase Degraded; Progressing keeps RollingBack, so
+// that clearing spec.rollback still restarts the release from batch 1.
+func TestRefusedWriteDuringRollbackKeepsItsPlace(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
+	refuse := true
+	f.kube.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if !refuse {
+			return false, nil, nil
+		}
+		f.actions = append(f.actions, describe(a)) // the recording reactor comes after this one
+		return true, nil, apierrors.NewForbidden(deploymentsGVR.GroupResource(), "checkout", errors.New("denied by policy"))
+	})
+	f.refresh()
+	if actions, err := f.trySync(); err == nil || !slices.Equal(actions, []string{patchStable + replicas(10), writeStatus}) {
+		t.Fatalf("actions %q, error %v", actions, err)
+	}
+	c := f.canary()
+	progressing := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+	if c.Status.Phase != v1alpha1.CanaryDegraded || progressing == nil || progressing.Reason != v1alpha1.ReasonRollingBack {
+		t.Fatalf("phase %s, Progressing %+v", c.Status.Phase, progressing)
+	}
+	f.events()
+	refuse = false
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
+	f.step(patchStable+replicas(9), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
+	f.wantEvent("Normal " + v1alpha1.EventRestarted)
+}
+
 func TestBatchSizesPlan(t *testing.T) {
 	cn := newCanary(v1alpha1.PauseNone)
 	cn.Spec.Batches = nil

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -162,7 +163,7 @@ func (r *reconciler) progress() {
 	st := &r.status
 	n := int32(len(r.plan))
 
-	if st.Phase == v1alpha1.CanaryRollingBack || st.Phase == v1alpha1.CanaryRolledBack {
+	if wasRollingBack(st) {
 		st.CurrentBatch = 0
 		st.Batches = nil
 		r.event(corev1.EventTypeNormal, v1alpha1.EventRestarted, "spec.rollback cleared: the release starts again from batch 1")
@@ -267,6 +268,17 @@ func (r *reconciler) describeProgress(k, target int32) {
 		r.message = fmt.Sprintf("batch %d/%d: %d of %d canary pods available, stable at %d",
 			k, n, r.canaryAvailable(), target, replicasOf(r.stable))
 	}
+}
+
+// wasRollingBack reports whether the last sync was rolling back or had rolled back: by its phase,
+// or, when a refused write made the phase Degraded, by its Progressing condition, which keeps
+// what the release was doing.
+func wasRollingBack(st *v1alpha1.CanaryStatus) bool {
+	phase := st.Phase
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); phase == v1alpha1.CanaryDegraded && c != nil {
+		phase = v1alpha1.CanaryPhase(c.Reason) // the reasons RollingBack and RolledBack are the phases'
+	}
+	return phase == v1alpha1.CanaryRollingBack || phase == v1alpha1.CanaryRolledBack
 }
 
 // completed reports whether every batch of the plan has completed.
@@ -411,14 +423,14 @@ func (r *reconciler) rollback() {
 	cn := r.canary
 	st := &r.status
 	replicas := cn.Spec.Replicas
-	if st.Phase != v1alpha1.CanaryRollingBack && st.Phase != v1alpha1.CanaryRolledBack {
+	if !wasRollingBack(st) {
 		r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack,
 			"rollback requested at batch %d: scaling stable %q back to %d before the canary goes", st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
 	}
 
 	snap, err := r.snapshot()
 	if err != nil || snap == nil || snap.Deployment != r.stable.Name {
-		if st.Phase != v1alpha1.CanaryRollingBack && st.Phase != v1alpha1.CanaryRolledBack {
+		if !wasRollingBack(st) {
 			r.event(corev1.EventTypeWarning, v1alpha1.EventSnapshotMissing,
 				"no usable %s annotation (%v): the stable pod template is kept as it is", v1alpha1.AnnotationStableSnapshot, err)
 		}

@@ -48,16 +48,17 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 			ObservedGeneration: cn.Generation, LastTransitionTime: r.now,
 		})
 	}
-	if degraded {
+	switch {
+	case r.degraded:
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, st.Message)
 		cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "the controller cannot act on this Canary: see the Degraded condition")
-	} else {
+	case degraded:
+		// A refused write: Progressing keeps what the release is doing (and retrying).
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, st.Message)
+		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), r.reason, r.message)
+	default:
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "the stable and canary Deployments are as expected")
-		progressing := metav1.ConditionFalse
-		if r.phase == v1alpha1.CanaryProgressing || r.phase == v1alpha1.CanaryRollingBack {
-			progressing = metav1.ConditionTrue
-		}
-		cond(v1alpha1.ConditionProgressing, progressing, reason, st.Message)
+		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), reason, st.Message)
 	}
 	available := st.CanaryAvailable + st.StableAvailable
 	msg := fmt.Sprintf("%d of %d pods available (stable %d, canary %d)", available, cn.Spec.Replicas, st.StableAvailable, st.CanaryAvailable)
@@ -67,6 +68,14 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 		cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonReplicasUnavailable, msg)
 	}
 	return st
+}
+
+// progressingStatus is the Progressing condition's status in a phase.
+func progressingStatus(phase v1alpha1.CanaryPhase) metav1.ConditionStatus {
+	if phase == v1alpha1.CanaryProgressing || phase == v1alpha1.CanaryRollingBack {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
 }
 
 // writtenStatus is the controller's last status write of a Canary: bases are the versions the
