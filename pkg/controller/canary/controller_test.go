@@ -138,13 +138,18 @@ func TestReleasePauseFirst(t *testing.T) {
 	// The last batch completes: the stable Deployment goes to 0.
 	f.available("checkout-canary", 10)
 	f.step(patchStable+replicas(0), writeStatus)
+	// Every batch is complete, but the release is not until no stable pod is left.
+	c = f.status(v1alpha1.CanaryProgressing, 4, C, C, C, C)
+	if !strings.Contains(c.Status.Message, "stable pods to go") {
+		t.Errorf("message %q", c.Status.Message)
+	}
+	f.available("checkout", 0)
+	f.step(writeStatus)
 	c = f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 	f.wantEvent("Normal " + v1alpha1.EventReleaseComplete)
 	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonCompleted {
 		t.Errorf("Progressing condition: %+v", cond)
 	}
-	f.available("checkout", 0)
-	f.step(writeStatus)
 	f.settled()
 }
 
@@ -167,6 +172,9 @@ func TestPauseAllPausesAfterEveryBatchButTheLast(t *testing.T) {
 	f.step(patchCanary+replicas(10), writeStatus)
 	f.available("checkout-canary", 10)
 	f.step(patchStable+replicas(0), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, C) // until the stable pods are gone
+	f.available("checkout", 0)
+	f.step(writeStatus)
 	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 }
 
@@ -205,6 +213,9 @@ func TestFullPromote(t *testing.T) {
 	f.step(patchCanary+replicas(10), patchStable+replicas(3), writeStatus)
 	f.available("checkout-canary", 10)
 	f.step(patchStable+replicas(0), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, C) // until the stable pods are gone
+	f.available("checkout", 0)
+	f.step(writeStatus)
 	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 }
 

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -245,9 +246,6 @@ func (r *reconciler) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 	}
 	b.State = v1alpha1.BatchCompleted
 	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.plan[k-1])
-	if k == n {
-		r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d batches complete: the canary serves %d pods", n, r.plan[n-1])
-	}
 	return true
 }
 
@@ -259,7 +257,14 @@ func (r *reconciler) describeProgress(k, target int32) {
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonWaitingForPromotion
 		r.message = fmt.Sprintf("batch %d/%d complete with %d canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=%d)",
 			k, n, target, k)
+	case b.State == v1alpha1.BatchCompleted && k == n && !stableGone(r.stable):
+		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
+		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, waiting for the last %d stable pods to go",
+			n, r.canaryAvailable(), target, max(podsOf(r.stable), 1))
 	case b.State == v1alpha1.BatchCompleted && k == n:
+		if r.status.Phase != v1alpha1.CanaryCompleted {
+			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d batches complete: the canary serves %d pods, no stable pod is left", n, target)
+		}
 		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonCompleted
 		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, stable at %d",
 			n, r.canaryAvailable(), target, replicasOf(r.stable))
@@ -403,6 +408,21 @@ func (r *reconciler) scale(target int32, hold bool) {
 	if r.canaryDep != nil && !hold && canaryReplicas > target && r.stableReady(replicas-target) {
 		r.scaleCanary(target)
 	}
+}
+
+// podsOf is how many pods a Deployment may still run: its spec, or more while pods it scaled
+// away have not gone yet (its status, terminating pods included).
+func podsOf(d *appsv1.Deployment) int32 {
+	if d == nil {
+		return 0
+	}
+	return max(replicasOf(d), d.Status.Replicas+ptr.Deref(d.Status.TerminatingReplicas, 0))
+}
+
+// stableGone reports whether the stable Deployment runs no pod, as the Deployment controller
+// last reported it for its current spec.
+func stableGone(d *appsv1.Deployment) bool {
+	return replicasOf(d) == 0 && statusObserved(d) && podsOf(d) == 0
 }
 
 // stableReady reports whether the stable Deployment, as last observed, has at least want pods
