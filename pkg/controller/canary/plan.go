@@ -38,7 +38,7 @@ type reconciler struct {
 	canary *v1alpha1.Canary      // the observed Canary; only its annotations change
 	status v1alpha1.CanaryStatus // the batch state being computed
 
-	plan      []int32
+	steps     []step
 	stable    *appsv1.Deployment // as it will be after the writes; nil when it does not exist
 	canaryDep *appsv1.Deployment // as it will be after the writes; nil when there is none
 
@@ -56,6 +56,38 @@ type reconciler struct {
 	writes []deploymentWrite
 	// events are the Events of the decisions, sent once the sync's status is committed.
 	events []event
+}
+
+// step is one step of a release: the canary pods it holds and what it waits for once they are
+// all available. Today's spec.batches, spec.batchSizes and spec.pauseType are written as steps
+// (stepsOf); a step list in the spec, timed pauses and analysis (issue 12) add fields here and
+// states to the batch state machine, not another plan.
+type step struct {
+	canaryReplicas int32
+	// pause: the release waits for a promotion (spec.approvedBatch at least the step's number).
+	pause bool
+}
+
+// stepsOf is the release spec describes: the batch plan, each batch pausing as pauseType says
+// (First: after batch 1; All: after every batch but the last; None: never).
+func stepsOf(spec *v1alpha1.CanarySpec) ([]step, error) {
+	plan, err := v1alpha1.CanaryBatchPlan(spec)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]step, len(plan))
+	for i, size := range plan {
+		last := i == len(plan)-1
+		steps[i] = step{canaryReplicas: size}
+		switch spec.PauseType {
+		case v1alpha1.PauseAll:
+			steps[i].pause = !last
+		case v1alpha1.PauseNone:
+		default: // First, the default
+			steps[i].pause = i == 0 && !last
+		}
+	}
+	return steps, nil
 }
 
 // event is one Event to record on the Canary.
@@ -92,12 +124,12 @@ func computePlan(obs *observed, now metav1.Time) *reconciler {
 // r.message), or why nothing can be done.
 func (r *reconciler) reconcile() {
 	cn := r.canary
-	plan, err := v1alpha1.CanaryBatchPlan(&cn.Spec)
+	steps, err := stepsOf(&cn.Spec)
 	if err != nil {
 		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
 		return
 	}
-	r.plan = plan
+	r.steps = steps
 
 	if r.obs.stable == nil {
 		if d := r.obs.canaryDep; d != nil && isOwnedBy(d, cn) {
@@ -162,7 +194,7 @@ func (r *reconciler) setDegraded(reason, message string) {
 func (r *reconciler) progress() {
 	cn := r.canary
 	st := &r.status
-	n := int32(len(r.plan))
+	n := int32(len(r.steps))
 
 	if wasRollingBack(st) {
 		st.CurrentBatch = 0
@@ -194,7 +226,7 @@ func (r *reconciler) progress() {
 	r.advance()
 
 	k := st.CurrentBatch
-	target := r.plan[k-1]
+	target := r.steps[k-1].canaryReplicas
 	r.scale(target, false)
 	r.describeProgress(k, target)
 }
@@ -202,7 +234,7 @@ func (r *reconciler) progress() {
 // advance moves the batch state machine as far as the observed Deployments allow.
 func (r *reconciler) advance() {
 	st := &r.status
-	n := int32(len(r.plan))
+	n := int32(len(r.steps))
 	for {
 		k := st.CurrentBatch
 		b := &st.Batches[k-1]
@@ -233,7 +265,7 @@ func (r *reconciler) advance() {
 // finishBatch ends the upgrading batch k once it is done: paused for promotion or completed. It
 // reports whether the next batch may start.
 func (r *reconciler) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
-	n := int32(len(r.plan))
+	n := int32(len(r.steps))
 	if !r.batchDone(k) {
 		return false
 	}
@@ -241,17 +273,17 @@ func (r *reconciler) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 	if r.needsPause(k) {
 		b.State = v1alpha1.BatchPaused
 		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchPaused,
-			"batch %d/%d complete with %d canary pods: waiting for promotion (spec.approvedBatch >= %d)", k, n, r.plan[k-1], k)
+			"batch %d/%d complete with %d canary pods: waiting for promotion (spec.approvedBatch >= %d)", k, n, r.steps[k-1].canaryReplicas, k)
 		return false
 	}
 	b.State = v1alpha1.BatchCompleted
-	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.plan[k-1])
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.steps[k-1].canaryReplicas)
 	return true
 }
 
 // describeProgress sets the phase, reason and message of a release at batch k of target pods.
 func (r *reconciler) describeProgress(k, target int32) {
-	n := int32(len(r.plan))
+	n := int32(len(r.steps))
 	switch b := r.status.Batches[k-1]; {
 	case b.State == v1alpha1.BatchPaused:
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonWaitingForPromotion
@@ -288,7 +320,7 @@ func wasRollingBack(st *v1alpha1.CanaryStatus) bool {
 
 // completed reports whether every batch of the plan has completed.
 func (r *reconciler) completed() bool {
-	n := int32(len(r.plan))
+	n := int32(len(r.steps))
 	return r.status.CurrentBatch == n && r.status.Batches[n-1].State == v1alpha1.BatchCompleted
 }
 
@@ -299,8 +331,9 @@ func (r *reconciler) alignBatches() {
 	for _, b := range r.status.Batches {
 		old[b.Index] = b
 	}
-	batches := make([]v1alpha1.CanaryBatchStatus, len(r.plan))
-	for i, size := range r.plan {
+	batches := make([]v1alpha1.CanaryBatchStatus, len(r.steps))
+	for i, st := range r.steps {
+		size := st.canaryReplicas
 		b, ok := old[int32(i+1)]
 		if !ok {
 			b = v1alpha1.CanaryBatchStatus{Index: int32(i + 1), State: v1alpha1.BatchPending}
@@ -323,23 +356,12 @@ func (r *reconciler) startBatch(k int32) {
 	b.State = v1alpha1.BatchUpgrading
 	b.StartTime = r.now.DeepCopy()
 	b.FinishTime = nil
-	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "batch %d/%d started: %d canary pods", k, len(r.plan), r.plan[k-1])
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "batch %d/%d started: %d canary pods", k, len(r.steps), r.steps[k-1].canaryReplicas)
 }
 
 // needsPause reports whether the release waits for promotion after batch k.
 func (r *reconciler) needsPause(k int32) bool {
-	spec := &r.canary.Spec
-	if k >= int32(len(r.plan)) || spec.ApprovedBatch >= k {
-		return false
-	}
-	switch spec.PauseType {
-	case v1alpha1.PauseAll:
-		return true
-	case v1alpha1.PauseNone:
-		return false
-	default: // First, the default
-		return k == 1
-	}
+	return r.steps[k-1].pause && r.canary.Spec.ApprovedBatch < k
 }
 
 // batchDone reports whether batch k is complete: the canary Deployment runs exactly the batch's
@@ -349,7 +371,7 @@ func (r *reconciler) batchDone(k int32) bool {
 	if d == nil || r.canaryNew {
 		return false
 	}
-	target := r.plan[k-1]
+	target := r.steps[k-1].canaryReplicas
 	return statusObserved(d) &&
 		replicasOf(d) == target &&
 		d.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() &&
