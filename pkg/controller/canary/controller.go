@@ -54,11 +54,12 @@ type Controller struct {
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock
 
-	// pending holds the Deployment writes the cache does not show yet (see observe).
-	pending *pendingWrites
-	// written remembers the last status write per Canary key (see updateStatus).
-	statusMu sync.Mutex
-	written  map[string]writtenStatus
+	// mu guards the controller's own last writes, which the cache may not show yet: pending
+	// holds its Deployment writes by Deployment key (see observe), written its last status
+	// write by Canary key (see lastWritten).
+	mu      sync.Mutex
+	pending map[string]pendingWrite
+	written map[string]writtenStatus
 }
 
 // NewController returns a Canary controller that watches Canaries and Deployments through the
@@ -72,7 +73,6 @@ func NewController(
 	deploymentInformer appsinformers.DeploymentInformer,
 	recorder record.EventRecorder,
 ) (*Controller, error) {
-	clk := clock.RealClock{}
 	c := &Controller{
 		Base:             base.New(ControllerName, Kind, recorder),
 		kubeClient:       kubeClient,
@@ -80,8 +80,8 @@ func NewController(
 		canaryLister:     canaryInformer.Lister(),
 		canaryIndexer:    canaryInformer.Informer().GetIndexer(),
 		deploymentLister: deploymentInformer.Lister(),
-		clock:            clk,
-		pending:          newPendingWrites(clk),
+		clock:            clock.RealClock{},
+		pending:          map[string]pendingWrite{},
 		written:          map[string]writtenStatus{},
 	}
 	c.Lagging = cacheLagging

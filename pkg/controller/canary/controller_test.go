@@ -493,14 +493,7 @@ func TestStaleDeploymentsWriteNothing(t *testing.T) {
 // succeeds.
 func TestRefusedCreateIsDegraded(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
-	refuse := true
-	f.kube.PrependReactor("create", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if !refuse {
-			return false, nil, nil
-		}
-		f.actions = append(f.actions, describe(a)) // the recording reactor comes after this one
-		return true, nil, apierrors.NewForbidden(deploymentsGVR.GroupResource(), "checkout-canary", errors.New("exceeded quota: deployments"))
-	})
+	refuse := f.refuse("create", "checkout-canary", "exceeded quota: deployments")
 	for i, want := range [][]string{
 		{addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus},
 		{"create deployments checkout-canary"}, // the same refusal: the status shows it already
@@ -518,7 +511,7 @@ func TestRefusedCreateIsDegraded(t *testing.T) {
 		}
 		f.wantEvent("Warning " + v1alpha1.ReasonFailedCreate)
 	}
-	refuse = false
+	*refuse = false
 	f.step("create deployments checkout-canary", writeStatus)
 	c := f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
 	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded); cond.Status != metav1.ConditionFalse {
@@ -529,13 +522,7 @@ func TestRefusedCreateIsDegraded(t *testing.T) {
 // A scale the API server refuses shows as Degraded=True FailedUpdate.
 func TestRefusedScaleIsDegraded(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 2, U, 4, 9, nil)
-	f.kube.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.PatchAction).GetName() != "checkout" {
-			return false, nil, nil
-		}
-		f.actions = append(f.actions, describe(a)) // the recording reactor comes after this one
-		return true, nil, apierrors.NewForbidden(deploymentsGVR.GroupResource(), "checkout", errors.New("denied by policy"))
-	})
+	f.refuse("patch", "checkout", "denied by policy")
 	f.refresh()
 	actions, err := f.trySync()
 	if err == nil || !slices.Equal(actions, []string{patchCanary + replicas(7), patchStable + replicas(6), writeStatus}) {
@@ -553,14 +540,7 @@ func TestRefusedScaleIsDegraded(t *testing.T) {
 // that clearing spec.rollback still restarts the release from batch 1.
 func TestRefusedWriteDuringRollbackKeepsItsPlace(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
-	refuse := true
-	f.kube.PrependReactor("patch", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if !refuse {
-			return false, nil, nil
-		}
-		f.actions = append(f.actions, describe(a)) // the recording reactor comes after this one
-		return true, nil, apierrors.NewForbidden(deploymentsGVR.GroupResource(), "checkout", errors.New("denied by policy"))
-	})
+	refuse := f.refuse("patch", "checkout", "denied by policy")
 	f.refresh()
 	if actions, err := f.trySync(); err == nil || !slices.Equal(actions, []string{patchStable + replicas(10), writeStatus}) {
 		t.Fatalf("actions %q, error %v", actions, err)
@@ -571,7 +551,7 @@ func TestRefusedWriteDuringRollbackKeepsItsPlace(t *testing.T) {
 		t.Fatalf("phase %s, Progressing %+v", c.Status.Phase, progressing)
 	}
 	f.events()
-	refuse = false
+	*refuse = false
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
 	f.step(patchStable+replicas(9), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)

@@ -1,14 +1,12 @@
 package canary
 
 import (
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -48,7 +46,7 @@ func (c *Controller) deployment(namespace, name string) (*appsv1.Deployment, err
 	if err != nil {
 		return nil, err
 	}
-	if w := c.pending.lookup(namespace+"/"+name, d); w != nil {
+	if w := c.pendingDeployment(namespace+"/"+name, d); w != nil {
 		return w, nil
 	}
 	return d, nil
@@ -58,66 +56,46 @@ func (c *Controller) deployment(namespace, name string) (*appsv1.Deployment, err
 // waiting for it (a lost watch event must not hide the Deployment's real state for ever).
 const pendingTTL = 2 * time.Minute
 
-// pendingWrites are the Canary controller's expectations: the Deployment writes it made that its
-// cache does not show yet, each with the object the API server returned. Until the cache shows a
-// write, the plan works from that object, so that a sync in that window neither repeats the write
-// (a second create fails, a scale repeated is harmless but a decision on the old replicas is not:
-// it would count capacity twice) nor undoes it.
-type pendingWrites struct {
-	mu    sync.Mutex
-	clock clock.PassiveClock
-	m     map[string]pendingWrite
-}
-
+// pendingWrite is one Deployment write of the controller that its cache does not show yet, with
+// the object the API server returned: the controller's expectations. Until the cache shows a
+// write, the plan works from that object, so that a sync in that window neither repeats the
+// write (a second create fails; a scale decided on the old replicas would count capacity twice)
+// nor undoes it. uid and baseVersion identify the cached Deployment the write was based on; both
+// are empty for a create.
 type pendingWrite struct {
-	// uid and baseVersion identify the cached Deployment the write was based on; both are empty
-	// for a create.
 	uid         types.UID
 	baseVersion string
 	written     *appsv1.Deployment
 	expires     time.Time
 }
 
-func newPendingWrites(c clock.PassiveClock) *pendingWrites {
-	return &pendingWrites{clock: c, m: map[string]pendingWrite{}}
-}
-
-// expect records a write of the Deployment key: base is the cached Deployment it was based on
-// (nil for a create) and written what the API server returned. A second write of the same
+// expectWrite records a write of the Deployment key: base is the cached Deployment it was based
+// on (nil for a create) and written what the API server returned. A second write of the same
 // Deployment keeps the first write's base while the cache shows neither.
-func (p *pendingWrites) expect(key string, base, written *appsv1.Deployment) {
-	w := pendingWrite{written: written.DeepCopy(), expires: p.clock.Now().Add(pendingTTL)}
+func (c *Controller) expectWrite(key string, base, written *appsv1.Deployment) {
+	w := pendingWrite{written: written.DeepCopy(), expires: c.clock.Now().Add(pendingTTL)}
 	if base != nil {
 		w.uid, w.baseVersion = base.UID, base.ResourceVersion
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// A write based on an earlier write the cache does not show yet waits for the same cached
-	// version as that one.
-	if prev, ok := p.m[key]; ok && base != nil && base.UID == prev.written.UID && base.ResourceVersion == prev.written.ResourceVersion {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.pending[key]; ok && base != nil && base.UID == prev.written.UID && base.ResourceVersion == prev.written.ResourceVersion {
 		w.uid, w.baseVersion = prev.uid, prev.baseVersion
 	}
-	p.m[key] = w
+	c.pending[key] = w
 }
 
-// forget drops the record of a Deployment (its write failed).
-func (p *pendingWrites) forget(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.m, key)
-}
-
-// lookup returns the written Deployment while the cached one (nil when the cache has none) is
-// still the one the write was based on and does not show what was written; otherwise it drops
-// the record and returns nil.
-func (p *pendingWrites) lookup(key string, cached *appsv1.Deployment) *appsv1.Deployment {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, ok := p.m[key]
+// pendingDeployment returns the written Deployment while the cached one (nil when the cache has
+// none) is still the one the write was based on and does not show what was written; otherwise
+// it drops the record and returns nil.
+func (c *Controller) pendingDeployment(key string, cached *appsv1.Deployment) *appsv1.Deployment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.pending[key]
 	if !ok {
 		return nil
 	}
-	pending := p.clock.Now().Before(w.expires)
+	pending := c.clock.Now().Before(w.expires)
 	if w.uid == "" { // a create: pending until the cache has the Deployment
 		pending = pending && cached == nil
 	} else {
@@ -125,7 +103,7 @@ func (p *pendingWrites) lookup(key string, cached *appsv1.Deployment) *appsv1.De
 			!equality.Semantic.DeepEqual(cached.Spec, w.written.Spec)
 	}
 	if !pending {
-		delete(p.m, key)
+		delete(c.pending, key)
 		return nil
 	}
 	return w.written.DeepCopy()

@@ -92,8 +92,8 @@ type writtenStatus struct {
 // It also returns the versions the cache may hold from before the status write of this sync.
 func (c *Controller) lastWritten(cached *v1alpha1.Canary) (*v1alpha1.Canary, []string) {
 	key := expectations.ObjectKey(cached)
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if w, ok := c.written[key]; ok {
 		if slices.Contains(w.bases, cached.ResourceVersion) {
 			cn := w.canary.DeepCopy()
@@ -109,19 +109,19 @@ func (c *Controller) lastWritten(cached *v1alpha1.Canary) (*v1alpha1.Canary, []s
 func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, bases []string, status v1alpha1.CanaryStatus) error {
 	key := expectations.ObjectKey(cn)
 	if equality.Semantic.DeepEqual(cn.Status, status) {
-		c.statusMu.Lock()
+		c.mu.Lock()
 		if w, ok := c.written[key]; ok {
 			w.bases = bases
 			c.written[key] = w
 		}
-		c.statusMu.Unlock()
+		c.mu.Unlock()
 		return nil
 	}
 	cp := cn.DeepCopy()
 	cp.Status = status
 	out, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
 		delete(c.written, key)
 		return fmt.Errorf("updating status of Canary %s: %w", key, err)
@@ -150,7 +150,7 @@ func (c *Controller) reportStatusRefused(ctx context.Context, cn *v1alpha1.Canar
 
 // forgetStatus drops the record of the last status write of a Canary.
 func (c *Controller) forgetStatus(key string) {
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	delete(c.written, key)
 }

@@ -122,7 +122,7 @@ func (c *Controller) writeDeployment(ctx context.Context, obs *observed, w deplo
 	if err != nil {
 		return err
 	}
-	c.pending.expect(d.Namespace+"/"+d.Name, base, out)
+	c.expectWrite(d.Namespace+"/"+d.Name, base, out)
 	c.Recorder.Event(obs.canary, corev1.EventTypeNormal, w.eventReason(), w.done())
 	return nil
 }
