@@ -42,7 +42,11 @@ func TestReleaseInFourBatches(t *testing.T) {
 
 			var pauses []int32
 			for {
-				c := e.waitCanary("a pause or the end of the release", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+				c := e.waitCanary("a pause or the end of the release", func(c *v1alpha1.Canary, stable, _ *appsv1.Deployment) bool {
+					// The Canary is read first: Completed must mean that no stable pod is left.
+					if c.Status.Phase == v1alpha1.CanaryCompleted && (stable.Status.Replicas != 0 || *stable.Spec.Replicas != 0) {
+						t.Fatalf("Completed while the stable Deployment has %d pods (spec %d)", stable.Status.Replicas, *stable.Spec.Replicas)
+					}
 					k := waitingBatch(c)
 					return (k > 0 && !slices.Contains(pauses, k)) || c.Status.Phase == v1alpha1.CanaryCompleted
 				})
