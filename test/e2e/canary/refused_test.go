@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +29,12 @@ func TestRefusedCreateShowsAsDegraded(t *testing.T) {
 			"count/deployments.apps": resource.MustParse("1"),
 		}},
 	}
-	if _, err := e.kube.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, quota, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.CoreV1().ResourceQuotas(e.NS).Create(e.Ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Until the quota controller has counted the stable Deployment, the quota's usage is unknown.
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		q, err := e.kube.CoreV1().ResourceQuotas(e.ns).Get(ctx, quota.Name, metav1.GetOptions{})
+	err := wait.PollUntilContextTimeout(e.Ctx, 100*time.Millisecond, e2eenv.Safety, true, func(ctx context.Context) (bool, error) {
+		q, err := e.Kube.CoreV1().ResourceQuotas(e.NS).Get(ctx, quota.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -65,7 +66,7 @@ func TestRefusedCreateShowsAsDegraded(t *testing.T) {
 		}
 	}
 
-	if err := e.kube.CoreV1().ResourceQuotas(e.ns).Delete(e.ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
+	if err := e.Kube.CoreV1().ResourceQuotas(e.NS).Delete(e.Ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitCanary("the release to begin once the quota is gone", func(c *v1alpha1.Canary, _, canary *appsv1.Deployment) bool {
