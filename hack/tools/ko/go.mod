@@ -7,7 +7,10 @@ go 1.26.3
 
 tool github.com/google/ko
 
-require github.com/google/go-containerregistry v0.21.7
+require (
+	github.com/google/go-containerregistry v0.21.7
+	sigs.k8s.io/yaml v1.6.0
+)
 
 require (
 	al.essio.dev/pkg/shellescape v1.6.0 // indirect
@@ -163,5 +166,4 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/kind v0.32.0 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
