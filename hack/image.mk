@@ -45,3 +45,9 @@ image: image-tools ## Build the agent image for linux/amd64 and linux/arm64 into
 image-publish: image-tools ## Build the agent image on distroless/static:nonroot and push it to IMAGE_REPO:VERSION.
 	$(IMAGE_ENV) $(AGENTBASE) -from $(IMAGE_BASE_RELEASE) -platforms $(IMAGE_PLATFORMS) -user $(IMAGE_USER) -ports $(IMAGE_PORTS) -- \
 	  $(KO) $(IMAGE_KO_BUILD) --push=true
+
+# The image test (hack/tools/ko/imagetest) reads bin/image with go-containerregistry and compares
+# it with config/agent/deployment.yaml and the plugin built from the same tree.
+.PHONY: test-image
+test-image: image build ## Build the image and the plugin, then check the image (user, ports, entrypoint, version).
+	cd $(IMAGE_TOOLS) && IMAGE_LAYOUT=$(abspath $(IMAGE_DIR)) PLUGIN=$(abspath bin/kubectl-workload) $(GO) test -count=1 ./imagetest/

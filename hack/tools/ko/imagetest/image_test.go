@@ -31,7 +31,6 @@ const repoRoot = "../../../.."
 // The platforms the image is published for, and the ELF machine of each.
 var platforms = map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}
 
-
 // fromEnv is a path given by make test, else its default under the repository root.
 func fromEnv(t *testing.T, env, def string) string {
 	t.Helper()
