@@ -51,3 +51,10 @@ image-publish: image-tools ## Build the agent image on distroless/static:nonroot
 .PHONY: test-image
 test-image: image build ## Build the image and the plugin, then check the image (user, ports, entrypoint, version).
 	cd $(IMAGE_TOOLS) && IMAGE_LAYOUT=$(abspath $(IMAGE_DIR)) PLUGIN=$(abspath bin/kubectl-workload) $(GO) test -count=1 ./imagetest/
+
+# Logs ko in to the image registry with the password read from standard input (the release
+# workflow's token), for image-publish.
+IMAGE_REGISTRY ?= $(firstword $(subst /, ,$(IMAGE_REPO)))
+.PHONY: image-login
+image-login: image-tools
+	@$(KO) login $(IMAGE_REGISTRY) --username "$(IMAGE_REGISTRY_USER)" --password-stdin
