@@ -348,22 +348,25 @@ var k9sViewKeys = map[string]map[string]k9sKey{
 	"custom-resource": {
 		"s": {action: "Scale"}, "Shift-J": {action: "Jump Owner"},
 	},
-	// internal/view/dp.go NewDeploy and bindKeys, with pf_extender.go, vul_extender.go,
-	// restart_extender.go, scale_extender.go, image_extender.go, owner_extender.go and
-	// logs_extender.go.
-	"deployments": {
-		"z": {action: "ReplicaSets"}, "f": {action: "Show PortForward"}, "Shift-F": {action: "Port-Forward"},
-		"v": {action: "Show Vulnerabilities"}, "Shift-V": {action: "Sort Vulnerabilities"}, "r": {action: "Restart"},
-		"s": {action: "Scale"}, "i": {action: "Set Image"}, "Shift-J": {action: "Jump Owner"},
-		"l": {action: "Logs"}, "p": {action: "Logs Previous"},
-	},
-	// internal/view/sts.go NewStatefulSet, with the same extenders as deployments.
-	"statefulsets": {
+	// internal/view/dp.go NewDeploy and bindKeys, with the extenders of k9sExtenderKeys.
+	"deployments": withExtenderKeys(map[string]k9sKey{"z": {action: "ReplicaSets"}}),
+	// internal/view/sts.go NewStatefulSet, with the extenders of k9sExtenderKeys.
+	"statefulsets": withExtenderKeys(map[string]k9sKey{}),
+}
+
+// withExtenderKeys adds the keys of the extenders k9s wraps Deployments and StatefulSets in:
+// internal/view/pf_extender.go, vul_extender.go, restart_extender.go, scale_extender.go,
+// image_extender.go, owner_extender.go and logs_extender.go.
+func withExtenderKeys(keys map[string]k9sKey) map[string]k9sKey {
+	for k, v := range map[string]k9sKey{
 		"f": {action: "Show PortForward"}, "Shift-F": {action: "Port-Forward"},
 		"v": {action: "Show Vulnerabilities"}, "Shift-V": {action: "Sort Vulnerabilities"}, "r": {action: "Restart"},
 		"s": {action: "Scale"}, "i": {action: "Set Image"}, "Shift-J": {action: "Jump Owner"},
 		"l": {action: "Logs"}, "p": {action: "Logs Previous"},
-	},
+	} {
+		keys[k] = v
+	}
+	return keys
 }
 
 // k9sScopeViews are the views of k9sViewKeys that show a scope of plugins.yaml.
