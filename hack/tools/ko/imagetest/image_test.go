@@ -221,6 +221,9 @@ func TestAgentImage(t *testing.T) {
 			if !slices.Equal(ports, wantPorts) {
 				t.Errorf("exposed ports %v, the Deployment's container ports %v", ports, wantPorts)
 			}
+			if got := cfg.Config.Labels["org.opencontainers.image.version"]; got != version {
+				t.Errorf("label org.opencontainers.image.version %q, the plugin's version %q", got, version)
+			}
 			if len(cfg.Config.Entrypoint) != 1 {
 				t.Fatalf("entrypoint %v, want the agent binary alone", cfg.Config.Entrypoint)
 			}
