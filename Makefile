@@ -22,9 +22,10 @@ build: ## Build bin/kubectl-workload and bin/workload-agent.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-workload ./cmd/kubectl-workload
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/workload-agent ./cmd/agent
 
-test: ## Run every test: unit tests, then end-to-end tests on a local control plane.
+test: ## Run every test: unit tests, the agent image's test, then end-to-end tests on a local control plane.
 test: cluster-bins cluster-kubectl prometheus-bin
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/)
+	$(MAKE) test-image
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 ./test/...
 
 test-unit: ## Run the unit tests only (no control plane).
@@ -44,3 +45,4 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 -include hack/dist.mk
 -include hack/bench.mk
 -include hack/demo.mk
+-include hack/image.mk

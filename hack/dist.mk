@@ -5,8 +5,11 @@
 #                        Windows) for linux, darwin and windows x amd64 and arm64, each holding
 #                        the binary, the kubectl_complete-workload script and LICENSE, plus
 #                        dist/SHA256SUMS
-#   make krew-manifest   write krew.yaml's version and platforms from those archives (real sha256
-#                        sums, download URLs under KREW_BASE_URL)
+#   make krew-manifest   write dist/workload.yaml, the krew manifest, from
+#                        hack/release/krew-template.yaml and those archives (real sha256 sums,
+#                        download URLs under KREW_BASE_URL, caveats telling how to put
+#                        kubectl_complete-workload on PATH)
+#   make krew-validate   check dist/workload.yaml under krew's and krew-index's rules
 #
 # Builds are reproducible: CGO_ENABLED=0, -trimpath, no VCS stamp or build id, and archives with
 # fixed timestamps (SOURCE_DATE_EPOCH, by default the commit's time), owner 0:0 and file order;
@@ -16,9 +19,12 @@ GO ?= go
 DIST_DIR ?= dist
 DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 DIST_MODULE := github.com/kubectl-workload/kubectl-workload
-# The release version: the v* tag on HEAD when there is one, else the version krew.yaml names.
+KREW_TEMPLATE := hack/release/krew-template.yaml
+KREW_MANIFEST := $(DIST_DIR)/workload.yaml
+# The release version: the v* tag on HEAD when there is one, else the version the krew template
+# names (the next release).
 ifndef DIST_VERSION
-DIST_VERSION := $(shell git describe --tags --match 'v[0-9]*' --exact-match 2>/dev/null || sed -n 's/^  version: *//p' krew.yaml)
+DIST_VERSION := $(shell git describe --tags --match 'v[0-9]*' --exact-match 2>/dev/null || sed -n 's/^  version: *//p' $(KREW_TEMPLATE))
 endif
 ifndef DIST_COMMIT
 DIST_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -44,8 +50,8 @@ dist: ## Build release archives (binary, completion script, LICENSE) for linux/d
 	done
 	$(GO) run ./hack/release checksums -version $(DIST_VERSION) -dist $(DIST_DIR)
 
-krew-manifest: ## Write krew.yaml (version, platforms, sha256 sums) from the archives make dist built.
-	$(GO) run ./hack/release krew -version $(DIST_VERSION) -dist $(DIST_DIR) -base-url $(KREW_BASE_URL) -manifest krew.yaml
+krew-manifest: ## Write dist/workload.yaml, the krew manifest (version, caveats, platforms, sha256 sums), from the archives make dist built.
+	$(GO) run ./hack/release krew -version $(DIST_VERSION) -dist $(DIST_DIR) -base-url $(KREW_BASE_URL) -template $(KREW_TEMPLATE) -out $(KREW_MANIFEST)
 
-krew-validate: ## Check krew.yaml against krew's manifest rules (and that it lists platforms).
-	$(GO) run ./hack/release validate -require-platforms -manifest krew.yaml
+krew-validate: ## Check dist/workload.yaml under krew's and krew-index's rules (platforms, file name, caveats).
+	$(GO) run ./hack/release validate -krew-index -manifest $(KREW_MANIFEST)

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Fails when the tree is not clean: gofmt, go vet, or generated code and CRDs that differ from what
-# `make generate` writes. Generation runs on a copy of the repository, so the tree is never touched.
+# Fails when the tree is not clean: gofmt, go vet (the root module and hack/tools/ko), actionlint on
+# .github/workflows, or generated code and CRDs that differ from what `make generate` writes.
+# Generation runs on a copy of the repository, so the tree is never touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
-unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^hack/tools/'))
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted" | sed 's/^/  /'
   status=1
 fi
 
 go vet ./... || status=1
+(cd hack/tools/ko && go vet ./...) || status=1
+
+# actionlint, built from its pinned module (hack/tools/actionlint) into the cache once per pin.
+cache="${KUBECTL_WORKLOAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-workload}"
+actionlint="$cache/tools/actionlint-$(sha256sum hack/tools/actionlint/go.sum | cut -c1-12)/actionlint"
+if [ ! -x "$actionlint" ]; then
+  (cd hack/tools/actionlint && go build -o "$actionlint" github.com/rhysd/actionlint/cmd/actionlint)
+fi
+"$actionlint" -no-color || { echo "actionlint: .github/workflows has errors"; status=1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -76,16 +76,16 @@ var Permissions = []Permission{
 	// TApps: the TApp controller's objects, and the UnitedDeployment controller's TApp subsets.
 	{workloads, "tapps", "list", "", informerList + " (pkg/controller/tapp, pkg/controller/uniteddeployment)"},
 	{workloads, "tapps", "watch", "", informerWatch},
-	{workloads, "tapps", "create", "", "uniteddeployment: TAppAdapter.Create, a subset TApp"},
-	{workloads, "tapps", "update", "", "uniteddeployment: TAppAdapter.Update (subset template, replicas, partition); tapp: pruneTemplates (autoDeleteUnusedTemplate)"},
-	{workloads, "tapps", "delete", "", "uniteddeployment: TAppAdapter.Delete, a subset removed from the topology"},
+	{workloads, "tapps", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset TApp"},
+	{workloads, "tapps", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset TApp (subset template, replicas, partition); tapp: pruneTemplates (autoDeleteUnusedTemplate)"},
+	{workloads, "tapps", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset TApp removed from the topology"},
 	{workloads, "tapps/status", "update", "", "tapp: updateStatus"},
 	{workloads, "tapps/finalizers", "update", "", "tapp: pods and claims are created with a blocking controller reference to their TApp (OwnerReferencesPermissionEnforcement admission)"},
 
 	// UnitedDeployments.
 	{workloads, "uniteddeployments", "list", "", informerList},
 	{workloads, "uniteddeployments", "watch", "", informerWatch},
-	{workloads, "uniteddeployments/status", "update", "", "uniteddeployment: updateStatus"},
+	{workloads, "uniteddeployments/status", "update", "", "uniteddeployment: writeStatus"},
 	{workloads, "uniteddeployments/finalizers", "update", "", "uniteddeployment: subsets and ControllerRevisions are created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
 	// Canaries.
@@ -120,19 +120,19 @@ var Permissions = []Permission{
 	// StatefulSets: UnitedDeployment subsets.
 	{apps, "statefulsets", "list", "", informerList},
 	{apps, "statefulsets", "watch", "", informerWatch},
-	{apps, "statefulsets", "create", "", "uniteddeployment: StatefulSetAdapter.Create"},
-	{apps, "statefulsets", "update", "", "uniteddeployment: StatefulSetAdapter.Update"},
-	{apps, "statefulsets", "delete", "", "uniteddeployment: StatefulSetAdapter.Delete"},
+	{apps, "statefulsets", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset StatefulSet"},
+	{apps, "statefulsets", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset StatefulSet"},
+	{apps, "statefulsets", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset StatefulSet"},
 
 	// Deployments: UnitedDeployment subsets, and the Canary controller's canary and stable
 	// Deployments.
 	{apps, "deployments", "list", "", informerList},
 	{apps, "deployments", "watch", "", informerWatch},
 	{apps, "deployments", "get", "", "canary: orphanDeployments reads the canary Deployment from the API server before removing its owner reference"},
-	{apps, "deployments", "create", "", "uniteddeployment: DeploymentAdapter.Create; canary: createCanary"},
-	{apps, "deployments", "update", "", "uniteddeployment: DeploymentAdapter.Update; canary: updateCanaryTemplate"},
+	{apps, "deployments", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset Deployment; canary: createCanary"},
+	{apps, "deployments", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset Deployment; canary: updateCanaryTemplate"},
 	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted"},
-	{apps, "deployments", "delete", "", "uniteddeployment: DeploymentAdapter.Delete; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
+	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset Deployment; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
 
 	// ControllerRevisions: the UnitedDeployment's template history.
 	{apps, "controllerrevisions", "list", "", informerList},

@@ -59,11 +59,23 @@ const (
 	krewKind       = "Plugin"
 )
 
-// krewHeader heads the generated krew.yaml.
+// krewHeader heads the generated manifest.
 const krewHeader = `# krew plugin manifest (https://krew.sigs.k8s.io/docs/developer-guide/plugin-manifest/).
-# Written by 'make krew-manifest' from the archives 'make dist' built: the sha256 sums are those
-# of the release archives. Edit description and homepage here; version and platforms are
-# regenerated.
+# Written by 'make krew-manifest' from hack/release/krew-template.yaml and the archives 'make dist'
+# built: the sha256 sums are those of the release archives. Do not edit: edit the template.
+`
+
+// Caveats is what krew prints after installing the plugin: krew links only the plugin binary
+// onto PATH, not the completion script it unpacks next to it, so kubectl cannot find it.
+const Caveats = `Completion of 'kubectl workload <TAB>' (kubectl 1.26 or later) needs the
+kubectl_complete-workload script on your PATH, which krew does not put there.
+Write it into a directory on your PATH, for example:
+
+  kubectl workload completion kubectl > ~/.local/bin/kubectl_complete-workload
+  chmod +x ~/.local/bin/kubectl_complete-workload
+
+kubectl's own completion must be loaded too (kubectl completion --help).
+The plugin works with the workload-agent in the cluster: kubectl workload install.
 `
 
 // ReadManifest parses a krew manifest, refusing fields krew does not know.
@@ -75,11 +87,12 @@ func ReadManifest(data []byte) (*Manifest, error) {
 	return p, nil
 }
 
-// Generate fills a manifest's version and platforms from the archives of platforms in distDir:
-// one platform per archive, with its real sha256, its URI under baseURL, the binary as bin and
-// files entries that extract the binary, the completion script and LICENSE.
+// Generate fills a manifest's version, caveats and platforms from the archives of platforms in
+// distDir: one platform per archive, with its real sha256, its URI under baseURL, the binary as
+// bin and files entries that extract the binary, the completion script and LICENSE.
 func Generate(p *Manifest, version, distDir, baseURL string, platforms []Platform) error {
 	p.Spec.Version = version
+	p.Spec.Caveats = Caveats
 	p.Spec.Platforms = nil
 	for _, pl := range platforms {
 		name := ArchiveName(version, pl)
@@ -102,7 +115,7 @@ func Generate(p *Manifest, version, distDir, baseURL string, platforms []Platfor
 	return nil
 }
 
-// Marshal writes a manifest as krew.yaml, with its header, fields in the order krew's
+// Marshal writes a manifest as krew reads it, with its header, fields in the order krew's
 // documentation lists them.
 func Marshal(p *Manifest) ([]byte, error) {
 	type selector struct {
@@ -167,6 +180,15 @@ var (
 	semverTag = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
 	sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
+
+// ValidateFileName is krew-index's rule that a manifest's file is named after its plugin
+// (krew's validate-krew-manifest refuses any other name).
+func ValidateFileName(p *Manifest, file string) error {
+	if want := p.Metadata.Name + ".yaml"; filepath.Base(file) != want {
+		return fmt.Errorf("the manifest of plugin %q must be named %s, not %s (krew-index's rule)", p.Metadata.Name, want, filepath.Base(file))
+	}
+	return nil
+}
 
 // krewOSes and krewArches are the platforms krew runs on, for the overlap check.
 var (

@@ -2,9 +2,9 @@
 // platform and the krew manifest with their sha256 sums. hack/dist.mk runs it:
 //
 //	go run ./hack/release archive -os linux -arch amd64 -version v0.1.0 -bin dist/bin/linux_amd64/kubectl-workload -out dist
-//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -manifest krew.yaml
+//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -template hack/release/krew-template.yaml -out dist/workload.yaml
 //	go run ./hack/release checksums -version v0.1.0 -dist dist
-//	go run ./hack/release validate [-require-platforms] -manifest krew.yaml
+//	go run ./hack/release validate [-krew-index] -manifest dist/workload.yaml
 package main
 
 import (
@@ -92,23 +92,28 @@ func krewCmd(args []string) error {
 	version := fs.String("version", "", "release version (semver with a leading v)")
 	dist := fs.String("dist", "dist", "directory holding the archives")
 	baseURL := fs.String("base-url", "", "URL the archives are downloaded from")
-	manifest := fs.String("manifest", "krew.yaml", "the manifest to update")
+	template := fs.String("template", "hack/release/krew-template.yaml", "the manifest without version and platforms")
+	manifest := fs.String("out", filepath.Join("dist", PluginName+".yaml"), "the manifest to write (named after the plugin, as krew-index requires)")
 	_ = fs.Parse(args)
 	if *version == "" || *baseURL == "" {
 		return fmt.Errorf("krew needs -version and -base-url")
 	}
-	data, err := os.ReadFile(*manifest)
+	data, err := os.ReadFile(*template)
 	if err != nil {
 		return err
 	}
 	m, err := ReadManifest(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", *manifest, err)
+		return fmt.Errorf("%s: %w", *template, err)
 	}
 	if err := Generate(m, *version, *dist, *baseURL, Platforms); err != nil {
 		return err
 	}
-	if errs := Validate(m, true); len(errs) > 0 {
+	errs := Validate(m, true)
+	if err := ValidateFileName(m, *manifest); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
 		return fmt.Errorf("the generated manifest breaks krew's rules: %v", errs)
 	}
 	out, err := Marshal(m)
@@ -152,8 +157,8 @@ func checksumsCmd(args []string) error {
 
 func validateCmd(args []string) error {
 	fs := flag.NewFlagSet("validate", flag.ExitOnError)
-	manifest := fs.String("manifest", "krew.yaml", "the manifest to check")
-	requirePlatforms := fs.Bool("require-platforms", false, "fail when the manifest lists no platform (krew needs one)")
+	manifest := fs.String("manifest", filepath.Join("dist", PluginName+".yaml"), "the manifest to check")
+	krewIndex := fs.Bool("krew-index", false, "also apply krew-index's rules: platforms listed, the file named after the plugin, caveats")
 	_ = fs.Parse(args)
 	data, err := os.ReadFile(*manifest)
 	if err != nil {
@@ -163,7 +168,16 @@ func validateCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *manifest, err)
 	}
-	if errs := Validate(m, *requirePlatforms); len(errs) > 0 {
+	errs := Validate(m, *krewIndex)
+	if *krewIndex {
+		if err := ValidateFileName(m, *manifest); err != nil {
+			errs = append(errs, err)
+		}
+		if m.Spec.Caveats == "" {
+			errs = append(errs, fmt.Errorf("spec.caveats is empty: nothing tells the user to put kubectl_complete-workload on PATH"))
+		}
+	}
+	if len(errs) > 0 {
 		return fmt.Errorf("%s breaks krew's rules: %v", *manifest, errs)
 	}
 	fmt.Printf("%s: valid\n", *manifest)

@@ -34,27 +34,22 @@ func checkValid(t *testing.T, m *Manifest, requirePlatforms bool) {
 	}
 }
 
-// The committed krew.yaml follows krew's rules; once it lists platforms (after make
-// krew-manifest), it lists every release platform with that version's archives.
-func TestCommittedKrewManifest(t *testing.T) {
-	m := readManifest(t, filepath.Join(repo, "krew.yaml"))
+// template is the committed manifest template make krew-manifest fills.
+var template = filepath.Join(repo, "hack", "release", "krew-template.yaml")
+
+// The committed template follows krew's rules and lists no platform: platforms and their sums
+// exist only for archives make dist built, in the generated dist/workload.yaml.
+func TestKrewTemplate(t *testing.T) {
+	m := readManifest(t, template)
 	if m.Metadata.Name != PluginName {
 		t.Errorf("metadata.name %q, want %q (the binary is kubectl-%s)", m.Metadata.Name, PluginName, PluginName)
 	}
 	checkValid(t, m, false)
-	if len(m.Spec.Platforms) == 0 {
-		t.Log("krew.yaml lists no platform yet (no release): platform rules checked on generated manifests only")
-		return
+	if len(m.Spec.Platforms) > 0 {
+		t.Errorf("the template lists %d platforms: their sums would be of no release", len(m.Spec.Platforms))
 	}
-	checkValid(t, m, true)
-	uris := map[string]bool{}
-	for _, p := range m.Spec.Platforms {
-		uris[filepath.Base(p.URI)] = true
-	}
-	for _, p := range Platforms {
-		if name := ArchiveName(m.Spec.Version, p); !uris[name] {
-			t.Errorf("krew.yaml lacks %s's archive %s", p, name)
-		}
+	if m.Spec.Caveats != "" {
+		t.Error("the template has caveats: hack/release writes them (Caveats)")
 	}
 }
 
@@ -86,7 +81,7 @@ func TestManifestFromRealArchive(t *testing.T) {
 	if err := WriteArchive(archive, Entries(host, bin, filepath.Join(repo, "hack"), filepath.Join(repo, "LICENSE")), mtime); err != nil {
 		t.Fatal(err)
 	}
-	m := readManifest(t, filepath.Join(repo, "krew.yaml"))
+	m := readManifest(t, template)
 	if err := Generate(m, "v0.1.0", dist, "https://github.com/kubectl-workload/kubectl-workload/releases/download/v0.1.0", []Platform{host}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,19 +160,18 @@ func TestKrewCommandWritesEveryPlatform(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(repo, "krew.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := filepath.Join(dir, "krew.yaml")
-	if err := os.WriteFile(manifest, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := krewCmd([]string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com/releases/v1.2.3/", "-manifest", manifest}); err != nil {
+	manifest := filepath.Join(dir, "workload.yaml")
+	if err := krewCmd([]string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com/releases/v1.2.3/", "-template", template, "-out", manifest}); err != nil {
 		t.Fatal(err)
 	}
 	m := readManifest(t, manifest)
 	checkValid(t, m, true)
+	if err := validateCmd([]string{"-krew-index", "-manifest", manifest}); err != nil {
+		t.Errorf("krew-index rules: %v", err)
+	}
+	if !strings.Contains(m.Spec.Caveats, "kubectl workload completion kubectl > ") || !strings.Contains(m.Spec.Caveats, "kubectl_complete-workload") {
+		t.Errorf("the caveats do not tell how to put kubectl_complete-workload on PATH:\n%s", m.Spec.Caveats)
+	}
 	if len(m.Spec.Platforms) != len(Platforms) {
 		t.Errorf("%d platforms, want %d", len(m.Spec.Platforms), len(Platforms))
 	}
@@ -189,8 +183,51 @@ func TestKrewCommandWritesEveryPlatform(t *testing.T) {
 			t.Errorf("uri %s", p.URI)
 		}
 	}
-	if err := krewCmd([]string{"-version", "v1.2.4", "-dist", dist, "-base-url", "https://example.com", "-manifest", manifest}); err == nil || !strings.Contains(err.Error(), "run make dist first") {
+	if err := krewCmd([]string{"-version", "v1.2.4", "-dist", dist, "-base-url", "https://example.com", "-template", template, "-out", manifest}); err == nil || !strings.Contains(err.Error(), "run make dist first") {
 		t.Errorf("a version without archives: got %v, want an error asking for make dist", err)
+	}
+	if err := krewCmd([]string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com", "-template", template, "-out", filepath.Join(dir, "krew.yaml")}); err == nil || !strings.Contains(err.Error(), "must be named workload.yaml") {
+		t.Errorf("a manifest not named after the plugin: got %v, want krew-index's file name rule", err)
+	}
+}
+
+// Under krew-index's rules a manifest is refused when its file is not named after the plugin,
+// when it lists no platform, or when it has no caveats; the template passes only krew's own.
+func TestValidateKrewIndexRules(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyAs := func(name string, m *Manifest) string {
+		out := data
+		if m != nil {
+			if out, err = Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := validateCmd([]string{"-manifest", copyAs("workload.yaml", nil)}); err != nil {
+		t.Errorf("the template under krew's rules: %v", err)
+	}
+	if err := validateCmd([]string{"-krew-index", "-manifest", copyAs("workload.yaml", nil)}); err == nil || !strings.Contains(err.Error(), "platforms is empty") || !strings.Contains(err.Error(), "caveats") {
+		t.Errorf("the template under krew-index's rules: %v, want refused for platforms and caveats", err)
+	}
+	m := readManifest(t, template)
+	m.Spec.Caveats = Caveats
+	m.Spec.Platforms = []KrewPlatform{{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": "linux", "arch": "amd64"}},
+		URI: "https://example.com/a.tar.gz", Sha256: strings.Repeat("ab", 32), Bin: "kubectl-workload",
+		Files: []FileOperation{{From: "*", To: "."}}}}
+	if err := validateCmd([]string{"-krew-index", "-manifest", copyAs("workload.yaml", m)}); err != nil {
+		t.Errorf("a complete manifest named workload.yaml: %v", err)
+	}
+	if err := validateCmd([]string{"-krew-index", "-manifest", copyAs("krew.yaml", m)}); err == nil || !strings.Contains(err.Error(), "must be named workload.yaml") {
+		t.Errorf("a complete manifest named krew.yaml: %v, want krew-index's file name rule", err)
 	}
 }
 

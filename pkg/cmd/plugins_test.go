@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -29,15 +32,25 @@ type k9sPlugin struct {
 	Pipes           []string `json:"pipes"`
 }
 
-// k9sVariables are the $VARIABLES k9s substitutes in a resource view; it refuses to run a plugin
-// whose args hold any other $WORD.
+// k9sVariables are the $VARIABLES k9s substitutes in a resource view (internal/view/helpers.go
+// defaultEnv, internal/view/table.go envFn). k9s leaves any other $WORD in place (with a warning
+// in its log), so sh would expand it as an unset shell variable: a plugin must use none.
 var k9sVariables = map[string]bool{
 	"NAMESPACE": true, "NAME": true, "CONTEXT": true, "CLUSTER": true, "USER": true, "GROUPS": true,
 	"KUBECONFIG": true, "FILTER": true, "RESOURCE_GROUP": true, "RESOURCE_VERSION": true, "RESOURCE_NAME": true,
 }
 
-// k9sVariableRX is how k9s finds variables in args (internal/view/env.go).
-var k9sVariableRX = regexp.MustCompile(`\$(\!?[\w|\d|\-|]+)`)
+// k9sVariableRX is how k9s finds variables in args: $X, $!X, ${X} and ${!X}, matched
+// case-insensitively against its variables (internal/view/env.go envRX).
+var k9sVariableRX = regexp.MustCompile(`(\$(!?)([\w\-]+))|(\$\{(!?)([\w\-%/: ]+)})`)
+
+// k9sVariableName is the variable a k9sVariableRX match names.
+func k9sVariableName(m []string) string {
+	if m[1] != "" {
+		return m[3]
+	}
+	return m[6]
+}
 
 // readOnlyVerbs change nothing; every other verb must ask for confirmation.
 var readOnlyVerbs = map[string]bool{"status": true, "get": true, "list": true, "history": true, "version": true, "completion": true}
@@ -174,8 +187,8 @@ func TestK9sPluginsRunRealVerbs(t *testing.T) {
 			}
 			for _, arg := range p.Args {
 				for _, m := range k9sVariableRX.FindAllStringSubmatch(arg, -1) {
-					if !k9sVariables[strings.ToUpper(strings.TrimPrefix(m[1], "!"))] {
-						t.Errorf("$%s is not a k9s variable: k9s would refuse to run the plugin", m[1])
+					if !k9sVariables[strings.ToUpper(k9sVariableName(m))] {
+						t.Errorf("%s is not a k9s variable: k9s leaves it to the shell, which expands it to nothing", m[0])
 					}
 				}
 			}
@@ -243,7 +256,8 @@ func substitute(args []string, scope string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = k9sVariableRX.ReplaceAllStringFunc(a, func(v string) string {
-			if val, ok := values[strings.TrimPrefix(v, "$")]; ok {
+			m := k9sVariableRX.FindStringSubmatch(v)
+			if val, ok := values[strings.ToUpper(k9sVariableName(m))]; ok {
 				return val
 			}
 			return v
@@ -289,4 +303,160 @@ users:
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", kubeconfig)
+}
+
+// k9sVersion is the k9s release whose key bindings k9sViewKeys lists.
+const k9sVersion = "v0.51.0"
+
+// k9sKey is a key k9s binds itself in a view.
+type k9sKey struct {
+	action string
+	// volatile: the table binds or unbinds the key on every refresh (ui.Table.doUpdate), after
+	// plugins are loaded, so not even override: true lets a plugin keep it.
+	volatile bool
+}
+
+// k9sViewKeys are the keys k9s (k9sVersion) binds in the views plugins.yaml's scopes reach, by
+// view, as k9s names them in a shortCut (tcell's key names). Each list names the k9s source it
+// is read from.
+var k9sViewKeys = map[string]map[string]k9sKey{
+	// Every resource view: internal/view/app.go bindKeys (the app's own keys, under the view's).
+	"app": {
+		"Ctrl-E": {action: "ToggleHeader"}, "Ctrl-G": {action: "ToggleCrumbs"}, "?": {action: "Help"},
+		"[": {action: "Go Back"}, "]": {action: "Go Forward"}, "-": {action: "Last View"},
+		"Ctrl-A": {action: "Aliases"}, "Enter": {action: "Goto"}, "Ctrl-C": {action: "Quit"},
+	},
+	// Every resource table: internal/view/table.go bindKeys, internal/ui/table.go doUpdate,
+	// internal/view/browser.go bindKeys, refreshActions and namespaceActions.
+	"table": {
+		"?": {action: "Help"}, " ": {action: "Mark"}, "Ctrl-Space": {action: "Mark Range"},
+		`Ctrl-\`: {action: "Marks Clear"}, "Ctrl-S": {action: "Save"}, "/": {action: "Filter Mode"},
+		"Ctrl-Z": {action: "Toggle Faults"}, "Ctrl-W": {action: "Toggle Wide"},
+		"Shift-N": {action: "Sort Name"}, "Shift-A": {action: "Sort Age"}, "Shift-S": {action: "Sort Status"},
+		"Shift-O": {action: "Sort Selected Column"},
+		"Shift-P": {action: "Sort Namespace (all-namespaces views)", volatile: true},
+		"Esc":     {action: "Filter Reset"}, "q": {action: "Filter Reset"}, "Enter": {action: "View"},
+		"c": {action: "Copy"}, "Ctrl-R": {action: "Refresh"}, "e": {action: "Edit"}, "Ctrl-D": {action: "Delete"},
+		"y": {action: "YAML"}, "d": {action: "Describe"}, "n": {action: "Copy Namespace"},
+		"w": {action: "Warp To Namespace"}, "0": {action: "all namespaces"}, "1": {action: "favorite namespace"},
+		"2": {action: "favorite namespace"}, "3": {action: "favorite namespace"}, "4": {action: "favorite namespace"},
+		"5": {action: "favorite namespace"}, "6": {action: "favorite namespace"}, "7": {action: "favorite namespace"},
+		"8": {action: "favorite namespace"}, "9": {action: "favorite namespace"},
+	},
+	// A custom resource (no viewer of its own): internal/view/command.go viewMetaFor,
+	// NewScaleExtender(NewOwnerExtender(NewBrowser)).
+	"custom-resource": {
+		"s": {action: "Scale"}, "Shift-J": {action: "Jump Owner"},
+	},
+	// internal/view/dp.go NewDeploy and bindKeys, with the extenders of k9sExtenderKeys.
+	"deployments": withExtenderKeys(map[string]k9sKey{"z": {action: "ReplicaSets"}}),
+	// internal/view/sts.go NewStatefulSet, with the extenders of k9sExtenderKeys.
+	"statefulsets": withExtenderKeys(map[string]k9sKey{}),
+}
+
+// withExtenderKeys adds the keys of the extenders k9s wraps Deployments and StatefulSets in:
+// internal/view/pf_extender.go, vul_extender.go, restart_extender.go, scale_extender.go,
+// image_extender.go, owner_extender.go and logs_extender.go.
+func withExtenderKeys(keys map[string]k9sKey) map[string]k9sKey {
+	for k, v := range map[string]k9sKey{
+		"f": {action: "Show PortForward"}, "Shift-F": {action: "Port-Forward"},
+		"v": {action: "Show Vulnerabilities"}, "Shift-V": {action: "Sort Vulnerabilities"}, "r": {action: "Restart"},
+		"s": {action: "Scale"}, "i": {action: "Set Image"}, "Shift-J": {action: "Jump Owner"},
+		"l": {action: "Logs"}, "p": {action: "Logs Previous"},
+	} {
+		keys[k] = v
+	}
+	return keys
+}
+
+// k9sScopeViews are the views of k9sViewKeys that show a scope of plugins.yaml.
+var k9sScopeViews = map[string][]string{
+	"tapps":             {"app", "table", "custom-resource"},
+	"uniteddeployments": {"app", "table", "custom-resource"},
+	"canaries":          {"app", "table", "custom-resource"},
+	"deployments":       {"app", "table", "deployments"},
+	"statefulsets":      {"app", "table", "statefulsets"},
+}
+
+// k9sKeyCollisions lists the shortcuts of plugins that take a key k9s binds in a view their
+// scopes reach: k9s refuses such a plugin ("duplicate plugin key") unless it says override: true,
+// and even then cannot keep a volatile key.
+func k9sKeyCollisions(plugins map[string]k9sPlugin) []string {
+	var out []string
+	for name, p := range plugins {
+		for _, scope := range p.Scopes {
+			views, ok := k9sScopeViews[scope]
+			if !ok {
+				out = append(out, fmt.Sprintf("%s: scope %s: no k9s view listed for it", name, scope))
+				continue
+			}
+			for _, view := range views {
+				key, taken := k9sViewKeys[view][p.ShortCut]
+				switch {
+				case !taken:
+				case key.volatile:
+					out = append(out, fmt.Sprintf("%s: %s in %s is k9s's %q, rebound on every refresh (override cannot keep it)", name, p.ShortCut, scope, key.action))
+				case !p.Override:
+					out = append(out, fmt.Sprintf("%s: %s in %s is k9s's %q (another key, or override: true to take it over)", name, p.ShortCut, scope, key.action))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// No shortcut of plugins.yaml takes a key k9s binds in a view its scopes reach.
+func TestK9sPluginKeysFreeInK9s(t *testing.T) {
+	for _, c := range k9sKeyCollisions(readPlugins(t)) {
+		t.Errorf("k9s %s: %s", k9sVersion, c)
+	}
+}
+
+// The collision check refuses what k9s refuses: the Shift-P promote shortcut of earlier
+// plugins.yaml versions (k9s's sort by namespace), with or without override, and a key a view
+// binds; it accepts an override of a fixed key, and a key k9s leaves free.
+func TestK9sPluginKeyCheckCatchesCollisions(t *testing.T) {
+	for _, c := range []struct {
+		plugin k9sPlugin
+		want   bool
+	}{
+		{k9sPlugin{ShortCut: "Shift-P", Scopes: []string{"canaries"}}, true},
+		{k9sPlugin{ShortCut: "Shift-P", Scopes: []string{"uniteddeployments"}, Override: true}, true},
+		{k9sPlugin{ShortCut: "Shift-F", Scopes: []string{"deployments"}}, true},
+		{k9sPlugin{ShortCut: "Shift-J", Scopes: []string{"tapps"}}, true},
+		{k9sPlugin{ShortCut: "Shift-J", Scopes: []string{"tapps"}, Override: true}, false},
+		{k9sPlugin{ShortCut: "Shift-F", Scopes: []string{"canaries"}}, false},
+		{k9sPlugin{ShortCut: "Shift-U", Scopes: []string{"canaries", "deployments", "statefulsets"}}, false},
+		{k9sPlugin{ShortCut: "Shift-U", Scopes: []string{"pods"}}, true}, // a view the list does not cover
+	} {
+		got := k9sKeyCollisions(map[string]k9sPlugin{"p": c.plugin})
+		if (len(got) > 0) != c.want {
+			t.Errorf("%s on %v (override %v): collisions %v, want any: %v", c.plugin.ShortCut, c.plugin.Scopes, c.plugin.Override, got, c.want)
+		}
+	}
+}
+
+// k9s kills a plugin's command on Ctrl-C and clears the screen when it ends: every shortcut ends
+// by itself (status follows the rollout only until it pauses) and waits for Enter, so that its
+// output stays on screen until it has been read.
+func TestK9sPluginsEndAndKeepTheirOutput(t *testing.T) {
+	for name, p := range readPlugins(t) {
+		if p.Background {
+			t.Errorf("%s: background: true shows no output", name)
+		}
+		if p.Command != "sh" || len(p.Args) != 2 {
+			t.Errorf("%s: want sh -c SCRIPT", name)
+			continue
+		}
+		if !strings.HasSuffix(p.Args[1], "printf '\\nPress Enter to return to k9s '; head -n 1 >/dev/null") {
+			t.Errorf("%s: the script does not end waiting for Enter: %s", name, p.Args[1])
+		}
+		for _, inv := range invocations(t, p) {
+			watch := slices.Contains(inv.args, "-w") || slices.Contains(inv.args, "--watch")
+			if watch && !slices.Contains(inv.args, "--success-on-pause") {
+				t.Errorf("%s: %v follows a paused rollout forever: add --success-on-pause", name, inv.args)
+			}
+		}
+	}
 }

@@ -29,31 +29,35 @@ exec kubectl-workload __complete "$@"
 `
 
 var (
+	// As kubectl's own completion help: prose in Long (templates.LongDesc joins the lines of a
+	// paragraph), commands in Example, where every line is kept.
 	completionLong = templates.LongDesc(`
-		Print a shell completion script.
+		Print a shell completion script: for bash, zsh, fish or PowerShell, to complete the
+		kubectl-workload binary run directly; or, with 'kubectl', the kubectl_complete-workload
+		script that kubectl's own completion (kubectl 1.26 or later) runs to complete
+		'kubectl workload' commands.
 
-		For 'kubectl workload <TAB>' (kubectl's own completion calling the plugin's), put the
-		kubectl_complete-workload script on your PATH next to kubectl-workload; it is in the
-		release archive, and 'kubectl workload completion kubectl' prints it. kubectl's own
-		completion must be loaded (see 'kubectl completion --help').
-
-		For the kubectl-workload binary run directly, load the script of your shell:
-
-		  bash:        source <(kubectl-workload completion bash)
-		  zsh:         source <(kubectl-workload completion zsh)
-		  fish:        kubectl-workload completion fish | source
-		  PowerShell:  kubectl-workload completion powershell | Out-String | Invoke-Expression`)
+		kubectl_complete-workload must be on your PATH next to kubectl-workload. The release
+		archive holds it, but krew does not put it on PATH: write it into a directory on your
+		PATH as the first example does. kubectl's own completion must be loaded too (see
+		'kubectl completion --help').`)
 
 	completionExample = templates.Examples(`
-		# Make 'kubectl workload <TAB>' complete verbs, kinds and names
+		# Make 'kubectl workload [Tab]' complete verbs, kinds and names (any shell)
 		kubectl workload completion kubectl > ~/.local/bin/kubectl_complete-workload
 		chmod +x ~/.local/bin/kubectl_complete-workload
 
-		# Load completion of kubectl-workload into the current bash shell
-		source <(kubectl workload completion bash)
+		# Load completion of kubectl-workload into the current shell: bash, zsh, fish, PowerShell
+		source <(kubectl-workload completion bash)
+		source <(kubectl-workload completion zsh)
+		kubectl-workload completion fish | source
+		kubectl-workload completion powershell | Out-String | Invoke-Expression
+
+		# Install it for every bash session (Linux, with the bash-completion package)
+		kubectl-workload completion bash > ~/.local/share/bash-completion/completions/kubectl-workload
 
 		# Install it for every zsh session
-		kubectl workload completion zsh > "${fpath[1]}/_kubectl-workload"`)
+		kubectl-workload completion zsh > "${fpath[1]}/_kubectl-workload"`)
 )
 
 var shells = map[string]func(root *cobra.Command, out io.Writer) error{

@@ -103,3 +103,28 @@ func TestShippedPluginCompletionScripts(t *testing.T) {
 		t.Errorf("hack/kubectl_complete-workload.cmd does not call kubectl-workload.exe __complete:\n%s", cmd)
 	}
 }
+
+// completion --help reads as kubectl's own completion help: every command to type stands on a
+// line of its own, none run together into a paragraph, and no markup is left over.
+func TestCompletionHelpKeepsCommandsOnTheirLines(t *testing.T) {
+	res := cmdtest.Run(t, root, objects(), "completion", "--help")
+	lines := map[string]bool{}
+	for _, l := range strings.Split(res.Out, "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	for _, want := range []string{
+		"kubectl workload completion kubectl > ~/.local/bin/kubectl_complete-workload",
+		"chmod +x ~/.local/bin/kubectl_complete-workload",
+		"source <(kubectl-workload completion bash)",
+		"source <(kubectl-workload completion zsh)",
+		"kubectl-workload completion fish | source",
+		"kubectl-workload completion powershell | Out-String | Invoke-Expression",
+	} {
+		if !lines[want] {
+			t.Errorf("completion --help has no line %q:\n%s", want, res.Out)
+		}
+	}
+	if strings.Contains(res.Out, "<TAB>") || strings.Contains(res.Out, "**") {
+		t.Errorf("completion --help shows markup:\n%s", res.Out)
+	}
+}

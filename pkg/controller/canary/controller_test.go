@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	// Start: the finalizer goes on the Canary and the stable Deployment is recorded on it, then
 	// the canary Deployment is created with batch 1's single pod. The stable Deployment is not
 	// touched.
-	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus)
 	c := f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
 	wantSizes := []int32{1, 4, 7, 10}
 	for i, b := range c.Status.Batches {
@@ -92,7 +93,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	// Batch 1's pod is available: the stable Deployment gives one pod up, and the release
 	// pauses after batch 1.
 	f.available("checkout-canary", 1)
-	f.step(writeStatus, patchStable+replicas(9))
+	f.step(patchStable+replicas(9), writeStatus)
 	c = f.status(v1alpha1.CanaryPaused, 1, Ps, P, P, P)
 	if b := c.Status.Batches[0]; b.FinishTime == nil {
 		t.Error("batch 1 has no finish time")
@@ -111,7 +112,7 @@ func TestReleasePauseFirst(t *testing.T) {
 
 	// Promote: batch 2 scales the canary to 4; the stable Deployment waits for them.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.step(writeStatus, patchCanary+replicas(4))
+	f.step(patchCanary+replicas(4), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 	f.wantEvent("Normal " + v1alpha1.EventPromoted)
 	f.settled()
@@ -122,58 +123,66 @@ func TestReleasePauseFirst(t *testing.T) {
 
 	// Two of the four are available: stable follows one for one.
 	f.available("checkout-canary", 2)
-	f.step(writeStatus, patchStable+replicas(8))
+	f.step(patchStable+replicas(8), writeStatus)
 	f.settled()
 	// All four: batch 2 completes and, pauseType being First, batch 3 begins at once.
 	f.available("checkout-canary", 4)
-	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.settled()
 	f.available("checkout-canary", 7)
-	f.step(writeStatus, patchCanary+replicas(10), patchStable+replicas(3))
+	f.step(patchCanary+replicas(10), patchStable+replicas(3), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, U)
 	f.available("checkout-canary", 9)
-	f.step(writeStatus, patchStable+replicas(1))
+	f.step(patchStable+replicas(1), writeStatus)
 	// The last batch completes: the stable Deployment goes to 0.
 	f.available("checkout-canary", 10)
-	f.step(writeStatus, patchStable+replicas(0))
+	f.step(patchStable+replicas(0), writeStatus)
+	// Every batch is complete, but the release is not until no stable pod is left.
+	c = f.status(v1alpha1.CanaryProgressing, 4, C, C, C, C)
+	if !strings.Contains(c.Status.Message, "stable pods to go") {
+		t.Errorf("message %q", c.Status.Message)
+	}
+	f.available("checkout", 0)
+	f.step(writeStatus)
 	c = f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 	f.wantEvent("Normal " + v1alpha1.EventReleaseComplete)
 	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonCompleted {
 		t.Errorf("Progressing condition: %+v", cond)
 	}
-	f.available("checkout", 0)
-	f.step(writeStatus)
 	f.settled()
 }
 
 func TestPauseAllPausesAfterEveryBatchButTheLast(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseAll, 2, U, 4, 9, nil)
-	f.step(writeStatus, patchStable+replicas(6))
+	f.step(patchStable+replicas(6), writeStatus)
 	f.status(v1alpha1.CanaryPaused, 2, C, Ps, P, P)
 	f.settled()
 
 	// A promote of batch 2 moves to batch 3, which pauses again.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 2 })
-	f.step(writeStatus, patchCanary+replicas(7))
+	f.step(patchCanary+replicas(7), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.available("checkout-canary", 7)
-	f.step(writeStatus, patchStable+replicas(3))
+	f.step(patchStable+replicas(3), writeStatus)
 	f.status(v1alpha1.CanaryPaused, 3, C, C, Ps, P)
 
 	// The last batch never pauses.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 3 })
-	f.step(writeStatus, patchCanary+replicas(10))
+	f.step(patchCanary+replicas(10), writeStatus)
 	f.available("checkout-canary", 10)
-	f.step(writeStatus, patchStable+replicas(0))
+	f.step(patchStable+replicas(0), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, C) // until the stable pods are gone
+	f.available("checkout", 0)
+	f.step(writeStatus)
 	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 }
 
 func TestPauseNoneNeverWaits(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseNone), newStable(10))
-	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus)
 	f.available("checkout-canary", 1)
-	f.step(writeStatus, patchCanary+replicas(4), patchStable+replicas(9))
+	f.step(patchCanary+replicas(4), patchStable+replicas(9), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 }
 
@@ -184,12 +193,12 @@ func TestPromoteIsIdempotent(t *testing.T) {
 	f.step(writeStatus) // conditions, counts and message of the hand-made status
 	f.settled()
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 2 })
-	f.step(writeStatus, patchCanary+replicas(7))
+	f.step(patchCanary+replicas(7), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 2 }) // the second promote
 	f.step(writeStatus)                                                 // observedGeneration only
 	f.available("checkout-canary", 7)
-	f.step(writeStatus, patchStable+replicas(3))
+	f.step(patchStable+replicas(3), writeStatus)
 	f.status(v1alpha1.CanaryPaused, 3, C, C, Ps, P) // batch 3 still needs its own approval
 }
 
@@ -197,13 +206,16 @@ func TestPromoteIsIdempotent(t *testing.T) {
 func TestFullPromote(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseAll, 1, Ps, 1, 9, nil)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 4 })
-	f.step(writeStatus, patchCanary+replicas(4))
+	f.step(patchCanary+replicas(4), writeStatus)
 	f.available("checkout-canary", 4)
-	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 	f.available("checkout-canary", 7)
-	f.step(writeStatus, patchCanary+replicas(10), patchStable+replicas(3))
+	f.step(patchCanary+replicas(10), patchStable+replicas(3), writeStatus)
 	f.available("checkout-canary", 10)
-	f.step(writeStatus, patchStable+replicas(0))
+	f.step(patchStable+replicas(0), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, C) // until the stable pods are gone
+	f.available("checkout", 0)
+	f.step(writeStatus)
 	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
 }
 
@@ -220,13 +232,13 @@ func TestPausedMidBatch(t *testing.T) {
 
 	// Canary pods stop being available: the stable Deployment grows back to keep capacity.
 	f.available("checkout-canary", 0)
-	f.step(writeStatus, patchStable+replicas(10))
+	f.step(patchStable+replicas(10), writeStatus)
 	f.available("checkout-canary", 4)
 	f.step(writeStatus) // counts only: still paused, stable stays at 10
 	f.settled()
 
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Paused = false })
-	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 }
 
@@ -254,7 +266,7 @@ func TestPausedBeforeTheFirstBatchTouchesNothing(t *testing.T) {
 func TestStableGrowsBackWhenCanaryPodsFail(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 6, nil)
 	f.editDeployment("checkout-canary", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 })
-	f.step(writeStatus, patchStable+replicas(8))
+	f.step(patchStable+replicas(8), writeStatus)
 }
 
 // Until the Deployment controller has observed the canary Deployment's latest spec, its
@@ -265,13 +277,13 @@ func TestStaleCanaryStatusDoesNotShrinkStable(t *testing.T) {
 	f.step(writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 	f.editDeployment("checkout-canary", func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 3 })
-	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 }
 
 func TestRollbackFromBatch3(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	// Stable first; the canary keeps its pods.
-	f.step(writeStatus, patchStable+replicas(10))
+	f.step(patchStable+replicas(10), writeStatus)
 	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
 	f.wantEvent("Normal " + v1alpha1.EventRollingBack)
 	f.settled()
@@ -283,7 +295,7 @@ func TestRollbackFromBatch3(t *testing.T) {
 	f.settled()
 	// All ten stable pods available: now the canary goes.
 	f.available("checkout", 10)
-	f.step(writeStatus, patchCanary+replicas(0))
+	f.step(patchCanary+replicas(0), writeStatus)
 	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
 	f.settled()
 	f.available("checkout-canary", 0)
@@ -313,7 +325,7 @@ func TestRollbackAfterCompletionRestoresStableTemplate(t *testing.T) {
 		d.Spec.Template.Labels["extra"] = "label"
 	})
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
-	f.step(writeStatus, "patch deployments checkout json")
+	f.step("patch deployments checkout json", writeStatus)
 	d := f.deployment("checkout")
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" || *d.Spec.Replicas != 10 {
 		t.Errorf("stable after restore: image %s, %d replicas", img, *d.Spec.Replicas)
@@ -325,7 +337,7 @@ func TestRollbackAfterCompletionRestoresStableTemplate(t *testing.T) {
 	f.status(v1alpha1.CanaryRollingBack, 4, C, C, C, C)
 	f.settled()
 	f.available("checkout", 10)
-	f.step(writeStatus, patchCanary+replicas(0))
+	f.step(patchCanary+replicas(0), writeStatus)
 	f.available("checkout-canary", 0)
 	f.step(writeStatus)
 	f.status(v1alpha1.CanaryRolledBack, 4, C, C, C, C)
@@ -341,7 +353,7 @@ func TestReleaseRestartsAfterRollback(t *testing.T) {
 	f.step(writeStatus)
 	f.settled()
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
-	f.step(writeStatus, patchCanary+replicas(1))
+	f.step(patchCanary+replicas(1), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
 	f.wantEvent("Normal " + v1alpha1.EventRestarted)
 }
@@ -379,7 +391,7 @@ func TestDegradedMidReleaseTouchesNothing(t *testing.T) {
 	if err := f.kube.Tracker().Add(newStable(9)); err != nil {
 		t.Fatal(err)
 	}
-	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 }
 
 func TestDegradedWhenTheCanaryNameIsTaken(t *testing.T) {
@@ -415,7 +427,7 @@ func TestCanaryTemplateChange(t *testing.T) {
 	})
 	// The stable Deployment waits: with a new minReadySeconds, the canary pods available now
 	// may not be once the Deployment controller applies it.
-	f.step(writeStatus, "update deployments checkout-canary")
+	f.step("update deployments checkout-canary", writeStatus)
 	d := f.deployment("checkout-canary")
 	if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.27.1" || d.Spec.MinReadySeconds != 30 || *d.Spec.Replicas != 4 {
 		t.Errorf("canary Deployment: %s, minReadySeconds %d, %d replicas", d.Spec.Template.Spec.Containers[0].Image, d.Spec.MinReadySeconds, *d.Spec.Replicas)
@@ -426,36 +438,124 @@ func TestCanaryTemplateChange(t *testing.T) {
 	f.settled()
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P, P)
 	f.available("checkout-canary", 4)
-	f.step(writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 }
 
 // A sync that works from a stale Canary (the cache does not show the status this controller
-// last wrote) writes no Deployment: its status update, carrying the stale resourceVersion, is
-// refused first. Here the stale status still says batch 3, while the canary Deployment already
-// runs batch 4's 10 pods: acting on it would scale the canary back down to 7.
+// last wrote) works from that last write instead, and writes nothing. Here the stale status
+// still says batch 3, while the canary Deployment already runs batch 4's 10 pods: acting on it
+// would scale the canary back down to 7.
 func TestStaleCanaryWritesNothing(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, nil)
 	f.refresh()
 	stale := f.canary()
-	f.step(writeStatus, patchCanary+replicas(10))
+	f.step(patchCanary+replicas(10), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, U)
 
 	f.refresh()
 	if err := f.canaryStore.Update(stale); err != nil {
 		t.Fatal(err)
 	}
-	actions, err := f.trySync()
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("sync error %v; want a conflict", err)
-	}
-	if len(actions) != 1 || actions[0] != writeStatus {
-		t.Fatalf("actions %q; want only the refused status update", actions)
+	if actions := f.sync(); len(actions) != 0 {
+		t.Fatalf("actions %q; want none", actions)
 	}
 	if d := f.deployment("checkout-canary"); *d.Spec.Replicas != 10 {
 		t.Fatalf("canary Deployment scaled to %d", *d.Spec.Replicas)
 	}
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, U)
 	f.settled()
+}
+
+// A sync whose Deployment cache does not show this controller's last Deployment writes works
+// from those writes: it neither repeats them nor counts the capacity they moved twice.
+func TestStaleDeploymentsWriteNothing(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseFirst, 2, U, 4, 9, nil)
+	f.refresh()
+	stableBefore, canaryBefore := f.deployment("checkout"), f.deployment("checkout-canary")
+	f.step(patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
+
+	f.refresh()
+	for _, d := range []*appsv1.Deployment{stableBefore, canaryBefore} {
+		if err := f.deploymentStore.Update(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if actions := f.sync(); len(actions) != 0 {
+		t.Fatalf("actions %q; want none", actions)
+	}
+	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
+	f.settled()
+}
+
+// A canary Deployment the API server refuses to create shows as Degraded=True FailedCreate with
+// the server's message and phase Degraded on every try, never AsExpected, until the create
+// succeeds.
+func TestRefusedCreateIsDegraded(t *testing.T) {
+	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
+	refuse := f.refuse("create", "checkout-canary", "exceeded quota: deployments")
+	for i, want := range [][]string{
+		{addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus},
+		{"create deployments checkout-canary"}, // the same refusal: the status shows it already
+	} {
+		f.refresh()
+		actions, err := f.trySync()
+		if !apierrors.IsForbidden(errors.Unwrap(err)) || !slices.Equal(actions, want) {
+			t.Fatalf("try %d: actions %q, error %v; want %q and the refusal", i, actions, err, want)
+		}
+		c := f.canary()
+		cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+		if c.Status.Phase != v1alpha1.CanaryDegraded || cond == nil || cond.Status != metav1.ConditionTrue ||
+			cond.Reason != v1alpha1.ReasonFailedCreate || !strings.Contains(cond.Message, "exceeded quota: deployments") {
+			t.Fatalf("try %d: phase %s, Degraded condition %+v", i, c.Status.Phase, cond)
+		}
+		f.wantEvent("Warning " + v1alpha1.ReasonFailedCreate)
+	}
+	*refuse = false
+	f.step("create deployments checkout-canary", writeStatus)
+	c := f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
+	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded); cond.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded condition %+v after the create", cond)
+	}
+}
+
+// A scale the API server refuses shows as Degraded=True FailedUpdate.
+func TestRefusedScaleIsDegraded(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseFirst, 2, U, 4, 9, nil)
+	f.refuse("patch", "checkout", "denied by policy")
+	f.refresh()
+	actions, err := f.trySync()
+	if err == nil || !slices.Equal(actions, []string{patchCanary + replicas(7), patchStable + replicas(6), writeStatus}) {
+		t.Fatalf("actions %q, error %v", actions, err)
+	}
+	c := f.canary()
+	cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+	if c.Status.Phase != v1alpha1.CanaryDegraded || cond == nil || cond.Reason != v1alpha1.ReasonFailedUpdate ||
+		!strings.Contains(cond.Message, `scaling stable Deployment "checkout" to 6`) || !strings.Contains(cond.Message, "denied by policy") {
+		t.Fatalf("phase %s, Degraded condition %+v", c.Status.Phase, cond)
+	}
+}
+
+// A write refused during a rollback makes the phase Degraded; Progressing keeps RollingBack, so
+// that clearing spec.rollback still restarts the release from batch 1.
+func TestRefusedWriteDuringRollbackKeepsItsPlace(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
+	refuse := f.refuse("patch", "checkout", "denied by policy")
+	f.refresh()
+	if actions, err := f.trySync(); err == nil || !slices.Equal(actions, []string{patchStable + replicas(10), writeStatus}) {
+		t.Fatalf("actions %q, error %v", actions, err)
+	}
+	c := f.canary()
+	progressing := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+	if c.Status.Phase != v1alpha1.CanaryDegraded || progressing == nil || progressing.Reason != v1alpha1.ReasonRollingBack {
+		t.Fatalf("phase %s, Progressing %+v", c.Status.Phase, progressing)
+	}
+	f.events()
+	*refuse = false
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
+	f.step(patchStable+replicas(9), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 1, U, P, P, P)
+	f.wantEvent("Normal " + v1alpha1.EventRestarted)
 }
 
 func TestBatchSizesPlan(t *testing.T) {
@@ -463,12 +563,12 @@ func TestBatchSizesPlan(t *testing.T) {
 	cn.Spec.Batches = nil
 	cn.Spec.BatchSizes = []intstr.IntOrString{intstr.FromString("20%"), intstr.FromInt32(5), intstr.FromString("100%")}
 	f := newFixture(t, cn, newStable(10))
-	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus)
 	if d := f.deployment("checkout-canary"); *d.Spec.Replicas != 2 {
 		t.Errorf("batch 1: %d canary pods, want 2", *d.Spec.Replicas)
 	}
 	f.available("checkout-canary", 2)
-	f.step(writeStatus, patchCanary+replicas(5), patchStable+replicas(8))
+	f.step(patchCanary+replicas(5), patchStable+replicas(8), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, U, P)
 }
 
@@ -507,10 +607,10 @@ func TestDeploymentEventsEnqueueTheirCanary(t *testing.T) {
 	key := cache.ObjectName{Namespace: ns, Name: "checkout"}
 	drain := func() []cache.ObjectName {
 		var keys []cache.ObjectName
-		for f.ctrl.queue.Len() > 0 {
-			k, _ := f.ctrl.queue.Get()
+		for f.ctrl.Queue.Len() > 0 {
+			k, _ := f.ctrl.Queue.Get()
 			keys = append(keys, k)
-			f.ctrl.queue.Done(k)
+			f.ctrl.Queue.Done(k)
 		}
 		return keys
 	}

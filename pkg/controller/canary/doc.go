@@ -3,20 +3,32 @@
 // available, pausing for promotion where spec.pauseType says, and rolling everything back to the
 // stable Deployment on spec.rollback (DESIGN.md §2.3).
 //
-// The controller follows k8s.io/sample-controller: shared informers and their listers, a typed
-// rate-limited work queue of Canary names ("canary"), and a sync handler that reads only from
-// the listers (but for a deleted Canary's canary Deployment: see Deletion), deep-copies before
-// mutating, writes status only when it changed and requeues on errors. Every write to a
-// Deployment sets an absolute value (a replica count with a merge patch {"spec":{"replicas":N}},
-// a pod template), or is a JSON patch with a test, so a sync repeated on a lagging cache writes
-// the same value again or is refused, and never doubles an action.
+// The controller follows k8s.io/sample-controller on the shared base (pkg/controller/base:
+// the work queue of Canary names "canary", its rate limiter, handlers and workers) in the shape
+// of DESIGN §7: a sync observes the Canary and its Deployments from the listers (but for a
+// deleted Canary's canary Deployment: see Deletion), computes a plan as a pure function of what
+// it observed (computePlan: the batch state, the Deployment writes as data, the Events), makes
+// the writes, computes the status from the plan and the writes' outcome (computeStatus), and
+// writes it only when it changed. Every write to a Deployment sets an absolute value (a replica
+// count with a merge patch {"spec":{"replicas":N}}, a pod template), or is a JSON patch with a
+// test, so a sync repeated on a lagging cache writes the same value again or is refused, and
+// never doubles an action.
 //
 // The Canary's status is the controller's memory of the release, so a sync must not act on a
-// Canary older than the status it last wrote. A sync therefore decides everything first, then
-// updates the status with the resourceVersion it read (even unchanged, when it has Deployment
-// writes to make), and only once the API server accepted that makes its Deployment writes and
-// sends its Events. On a stale cache the status update is refused with a conflict, nothing else
-// is written, and the Canary is requeued.
+// Canary older than the status it last wrote, nor on a Deployment older than its own last write
+// of it. The controller remembers both: its last status write per Canary (with the versions the
+// cache may still show from before it), and each Deployment write the cache does not show yet
+// (pendingWrites, its expectations: a create until the cache has the Deployment, any other write
+// while the cache still holds the version it was based on, for at most two minutes). A sync on
+// a lagging cache works from those writes instead of the cache, so it neither repeats nor undoes
+// them.
+//
+// A write the API server refuses (a canary Deployment create, template update or scale, a
+// stable scale or restore) stops the sync's writes and shows on the Canary: phase Degraded and
+// condition Degraded=True with reason FailedCreate or FailedUpdate and the server's message
+// (and a Warning Event); the sync is retried with backoff. A status write refused for a reason
+// other than a conflict is reported by an Event and by the Canary's previous status with that
+// refusal as its Degraded condition.
 //
 // # Batches
 //

@@ -44,8 +44,7 @@ func staleIfInvalid(err error) error {
 // otherwise), so the sync can go on from that Canary, whose resourceVersion it updates. It
 // reports gone when the Canary no longer exists: it was deleted before its first sync, and
 // nothing is to be done.
-func (r *reconciler) addFinalizer() (gone bool, err error) {
-	cn := r.canary
+func (c *Controller) addFinalizer(ctx context.Context, cn *v1alpha1.Canary) (gone bool, err error) {
 	finalizers := append(slices.Clone(cn.Finalizers), v1alpha1.FinalizerOrphanCanary)
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
@@ -56,7 +55,7 @@ func (r *reconciler) addFinalizer() (gone bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	updated, err := r.c.client.AppsV1alpha1().Canaries(cn.Namespace).Patch(r.ctx, cn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	updated, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).Patch(ctx, cn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
@@ -166,7 +165,7 @@ func ownerIndex(d *appsv1.Deployment, uid types.UID) int {
 
 // eventf sends an Event on the Canary now.
 func (c *Controller) eventf(cn *v1alpha1.Canary, eventType, reason, format string, args ...any) {
-	if c.recorder != nil {
-		c.recorder.Eventf(cn, eventType, reason, format, args...)
+	if c.Recorder != nil {
+		c.Recorder.Eventf(cn, eventType, reason, format, args...)
 	}
 }

@@ -29,7 +29,7 @@ func deleting(c *v1alpha1.Canary) {
 // canary Deployment, with the resourceVersion read; a resync then writes nothing.
 func TestFinalizerAddedOnFirstSync(t *testing.T) {
 	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
-	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus)
 	if got, want := f.patches[0], `{"metadata":{"finalizers":["apps.workload.dev/orphan-canary-deployment"],"resourceVersion":"1"}}`; got != want {
 		t.Errorf("finalizer patch %s; want %s", got, want)
 	}
@@ -38,7 +38,7 @@ func TestFinalizerAddedOnFirstSync(t *testing.T) {
 	}
 	f.settled()
 	f.available("checkout-canary", 1)
-	f.step(writeStatus, patchStable+replicas(9))
+	f.step(patchStable+replicas(9), writeStatus)
 	f.settled()
 }
 
@@ -47,7 +47,7 @@ func TestFinalizerAddedAfterOthers(t *testing.T) {
 	cn := newCanary(v1alpha1.PauseFirst)
 	cn.Finalizers = []string{"example.com/keep"}
 	f := newFixture(t, cn, newStable(10))
-	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus)
 	if got, want := f.patches[0], `{"metadata":{"finalizers":["example.com/keep","apps.workload.dev/orphan-canary-deployment"],"resourceVersion":"1"}}`; got != want {
 		t.Errorf("finalizer patch %s; want %s", got, want)
 	}
@@ -58,7 +58,7 @@ func TestFinalizerAddedAfterOthers(t *testing.T) {
 // goes on with the resourceVersion of the patch.
 func TestFinalizerAddedToAReleaseUnderWay(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 2, U, 4, 9, func(c *v1alpha1.Canary) { c.Finalizers = nil })
-	f.step(addFinalizer, writeStatus, patchCanary+replicas(7), patchStable+replicas(6))
+	f.step(addFinalizer, patchCanary+replicas(7), patchStable+replicas(6), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 3, C, C, U, P)
 	f.settled()
 }
@@ -78,7 +78,7 @@ func TestFinalizerOnAStaleCanaryWritesNothingElse(t *testing.T) {
 	if f.deployment("checkout-canary") != nil {
 		t.Fatal("canary Deployment created")
 	}
-	f.step(addFinalizer, writeSnapshot, writeStatus, "create deployments checkout-canary")
+	f.step(addFinalizer, writeSnapshot, "create deployments checkout-canary", writeStatus)
 }
 
 // A Canary created and deleted before its first sync (the cache still shows it, the API server

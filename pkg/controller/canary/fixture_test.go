@@ -3,6 +3,7 @@ package canary
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -472,4 +473,26 @@ func midRelease(t *testing.T, pause v1alpha1.PauseType, current int32, state v1a
 	cd.UID = "canary-deployment-uid"
 	cd.Status = appsv1.DeploymentStatus{Replicas: canary, UpdatedReplicas: canary, ReadyReplicas: canary, AvailableReplicas: canary}
 	return newFixture(t, cn, st, cd)
+}
+
+// refuse makes the fake API server refuse verb on the Deployment name with a Forbidden error
+// carrying msg, for as long as the returned switch is on. The refused action is recorded like
+// any other.
+func (f *fixture) refuse(verb, name, msg string) *bool {
+	on := true
+	f.kube.PrependReactor(verb, "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		target := ""
+		switch a := a.(type) {
+		case k8stesting.CreateAction:
+			target = a.GetObject().(metav1.Object).GetName()
+		case k8stesting.PatchAction:
+			target = a.GetName()
+		}
+		if !on || target != name {
+			return false, nil, nil
+		}
+		f.actions = append(f.actions, describe(a)) // the recording reactor comes after this one
+		return true, nil, apierrors.NewForbidden(deploymentsGVR.GroupResource(), name, errors.New(msg))
+	})
+	return &on
 }

@@ -866,11 +866,11 @@ func TestWorkloadEventsResolveOwner(t *testing.T) {
 	stranger.OwnerReferences[0].UID = "other"
 
 	f.handler.OnAdd(stranger, false)
-	if f.c.queue.Len() != 0 {
+	if f.c.Queue.Len() != 0 {
 		t.Fatal("a workload of another UnitedDeployment (same name, other UID) was enqueued")
 	}
 	f.handler.OnAdd(owned, false)
-	if f.c.queue.Len() != 1 {
+	if f.c.Queue.Len() != 1 {
 		t.Fatal("the owner was not enqueued")
 	}
 	f.handler.OnDelete(cacheTombstone(owned))
@@ -879,7 +879,7 @@ func TestWorkloadEventsResolveOwner(t *testing.T) {
 	}
 	// Pods are resolved by label.
 	f.c.enqueuePodOwner(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{appsv1alpha1.LabelUnitedDeploymentName: "other"}}})
-	if f.c.queue.Len() != 2 {
-		t.Fatalf("queue length %d", f.c.queue.Len())
+	if f.c.Queue.Len() != 2 {
+		t.Fatalf("queue length %d", f.c.Queue.Len())
 	}
 }

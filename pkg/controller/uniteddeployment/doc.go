@@ -5,12 +5,29 @@
 // per distinct spec.template and releases a new template subset by subset through per-subset
 // partitions.
 //
-// The kinds differ only in an Adapter (statefulset.go, deployment.go, tapp.go); the controller
-// itself is written in the style of k8s.io/sample-controller: listers, a rate-limited work queue
-// named "uniteddeployment", a sync that reads only from informer caches and never mutates them,
-// expectations for the workloads it creates and deletes, errors returned to be retried with
-// backoff, and a status write only when the status changed (a resync of a settled
-// UnitedDeployment writes nothing).
+// The controller has the shape of every controller of the agent (DESIGN.md §7, the TApp
+// controller being the model), on the shared base (pkg/controller/base: a queue of
+// cache.ObjectName keys named "uniteddeployment" with the shared rate limiter, Events from
+// "uniteddeployment-controller"). syncHandler (sync.go) runs named steps:
+//
+//   - observe (observe.go): the UnitedDeployment, its subset workloads of every kind, its
+//     ControllerRevisions and pods, from the informer caches only; and its status as far as the
+//     controller knows (its own last status write while the cache lags it,
+//     expectations.StatusWrites).
+//   - plan (plan.go, pure): computePlan allocates the replicas and finds or names the revision
+//     of spec.template; once that revision exists, planSubsets decides which workloads to
+//     create, update (built in full, written only when they differ) and delete, what is held
+//     and which old revisions go.
+//   - writes (execute.go): the revision, then creates, updates and deletes under expectations
+//     (the next sync waits until the cache shows them), then old revisions; every write the API
+//     server refuses is recorded as a failure with the server's message and an Event.
+//   - status (status.go, pure): computeStatus from the observation and what the sync did;
+//     one status write, only when it changed (a resync of a settled UnitedDeployment writes
+//     nothing).
+//
+// Errors are returned to be retried with backoff. The kinds differ only in their accessors
+// (statefulset.go, deployment.go, tapp.go); building, listing, creating, updating and deleting
+// a workload is written once over them (kinds.go).
 //
 // # Subset workloads
 //
@@ -85,9 +102,12 @@
 // labelSelector is spec.selector in string form for the scale subresource. Conditions:
 // SubsetProvisioned (False while a create or delete failed, reason ProvisionFailed, or while an
 // old-kind workload waits for its replacement, reason Replacing), SubsetUpdated (False while a
-// subset's workload does not carry the updated revision: Paused, PartitionUnsupported or
-// Updating after a failed update) and SubsetFailure (True with the first failure's reason and
-// every failure's message, else False with reason NoFailure). Rollout progress is published
+// subset's workload does not carry the updated revision: Paused, PartitionUnsupported,
+// Updating after a failed update, or ProvisionFailed when the subset has no workload because its
+// create failed) and SubsetFailure (True with the first failure's reason and
+// every failure's message, else False with reason NoFailure). Every write the API server refuses
+// — a workload's create, update or delete, a revision's create, renumbering or pruning — is such
+// a failure, its message carrying the server's, until the write succeeds. Rollout progress is published
 // with metrics.SetRolloutProgress("UnitedDeployment", …) and forgotten when the
 // UnitedDeployment is deleted.
 //

@@ -53,9 +53,14 @@ type fixture struct {
 	indexers map[schema.GroupVersionResource]cache.Indexer
 	pods     cache.Indexer
 
-	mu    sync.Mutex
-	log   []core.Action
-	names int
+	mu  sync.Mutex
+	log []core.Action
+	// refused[i] is true when log[i] failed (fail).
+	refused []bool
+	names   int
+	// version is the last resourceVersion given out: every create, update and put gets the next,
+	// as the API server would.
+	version int
 	// fail makes calls of "verb resource" fail with the error.
 	fail map[string]error
 }
@@ -74,8 +79,12 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	f.client = fake.NewSimpleClientset(ours...)
 	f.kubeClient = k8sfake.NewClientset(kube...)
 	for _, c := range []*core.Fake{&f.client.Fake, &f.kubeClient.Fake} {
+		// The fake clientsets implement neither resourceVersions nor generateName. Reactors
+		// prepended later run first: generateName, then record (which logs the call as sent),
+		// then stampVersion.
+		c.PrependReactor("update", "*", f.stampVersion)
+		c.PrependReactor("create", "*", f.stampVersion)
 		c.PrependReactor("*", "*", f.record)
-		// The fake clientsets do not implement generateName; the API server would.
 		c.PrependReactor("create", "*", f.generateName)
 	}
 
@@ -87,7 +96,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	depInf := kinf.Apps().V1().Deployments()
 	revInf := kinf.Apps().V1().ControllerRevisions()
 	podInf := kinf.Core().V1().Pods()
-	c, err := NewController(f.kubeClient, f.client, udInf, stsInf, depInf, tappInf, revInf, podInf, f.recorder)
+	c, err := NewController(f.kubeClient, f.client, kinf, inf, podInf, f.recorder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +119,28 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 func (f *fixture) record(a core.Action) (bool, runtime.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.log = append(f.log, a)
-	if err, ok := f.fail[a.GetVerb()+" "+a.GetResource().Resource]; ok {
+	f.log = append(f.log, a.DeepCopy())
+	err, ok := f.fail[a.GetVerb()+" "+a.GetResource().Resource]
+	f.refused = append(f.refused, ok)
+	if ok {
 		return true, nil, err
 	}
 	return false, nil, nil
+}
+
+// stampVersion gives a created or updated object the next resourceVersion.
+func (f *fixture) stampVersion(a core.Action) (bool, runtime.Object, error) {
+	if obj, ok := a.(interface{ GetObject() runtime.Object }).GetObject().(metav1.Object); ok {
+		obj.SetResourceVersion(f.nextVersion())
+	}
+	return false, nil, nil
+}
+
+func (f *fixture) nextVersion() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version++
+	return fmt.Sprint(f.version)
 }
 
 func (f *fixture) generateName(a core.Action) (bool, runtime.Object, error) {
@@ -182,6 +208,7 @@ func (f *fixture) tracker(gvr schema.GroupVersionResource) core.ObjectTracker {
 func (f *fixture) put(o runtime.Object) {
 	f.t.Helper()
 	m := o.(metav1.Object)
+	m.SetResourceVersion(f.nextVersion())
 	tr := f.tracker(gvrOf(o))
 	if _, err := tr.Get(gvrOf(o), m.GetNamespace(), m.GetName()); err == nil {
 		if err := tr.Update(gvrOf(o), o, m.GetNamespace()); err != nil {
@@ -203,17 +230,23 @@ func (f *fixture) sync(name string) []string {
 
 func (f *fixture) trySync(name string) error {
 	f.mu.Lock()
-	f.log = nil
+	f.log, f.refused = nil, nil
 	f.mu.Unlock()
-	return f.c.syncHandler(context.Background(), ns+"/"+name)
+	return f.c.syncHandler(context.Background(), cache.ObjectName{Namespace: ns, Name: name})
 }
 
 func (f *fixture) writes() []core.Action {
+	return f.calls(true)
+}
+
+// calls returns the calls of the last sync, list and watch excepted; the refused ones too when
+// refused is true.
+func (f *fixture) calls(refused bool) []core.Action {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []core.Action
-	for _, a := range f.log {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+	for i, a := range f.log {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" || (f.refused[i] && !refused) {
 			continue
 		}
 		out = append(out, a)
@@ -271,11 +304,11 @@ func (f *fixture) written(i int) runtime.Object {
 	return nil
 }
 
-// observe mirrors the writes of the last sync into the caches, as the informers would, and
-// calls the workload event handlers (so expectations are observed).
+// observe mirrors the writes of the last sync that the API server accepted into the caches, as
+// the informers would, and calls the workload event handlers (so expectations are observed).
 func (f *fixture) observe() {
 	f.t.Helper()
-	f.observeActions(f.writes())
+	f.observeActions(f.calls(false))
 }
 
 // observeActions mirrors the given writes into the caches.

@@ -1,92 +1,66 @@
 package uniteddeployment
 
 import (
-	"context"
-
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
 )
 
-// TAppAdapter manages TApp subsets. The partition is the TApp's spec.updateStrategy.partition
-// (instance ids below it keep their template) and paused is spec.updateStrategy.paused.
-type TAppAdapter struct {
-	Client versioned.Interface
-	Lister listers.TAppLister
+// tapps are TApp subsets. The partition is the TApp's spec.updateStrategy.partition (instance
+// ids below it keep their template) and paused is spec.updateStrategy.paused.
+type tapps struct {
+	ours   versioned.Interface
+	listed listers.TAppLister
 }
 
-var _ Adapter = (*TAppAdapter)(nil)
-
-// Kind implements Adapter.
-func (a *TAppAdapter) Kind() string { return "TApp" }
-
-// PodOwnerKind implements Adapter.
-func (a *TAppAdapter) PodOwnerKind() string { return "TApp" }
-
-// Selected implements Adapter.
-func (a *TAppAdapter) Selected(ud *appsv1alpha1.UnitedDeployment) bool {
-	return ud.Spec.Template.TAppTemplate != nil
+func newTApps(s sources) (workloadKind, cache.SharedIndexInformer) {
+	inf := s.ourInformers.Apps().V1alpha1().TApps()
+	return subsetKind[*appsv1alpha1.TApp]{tapps{s.ours, inf.Lister()}}, inf.Informer()
 }
 
-// List implements Adapter.
-func (a *TAppAdapter) List(ud *appsv1alpha1.UnitedDeployment) ([]*Subset, error) {
-	tapps, err := a.Lister.TApps(ud.Namespace).List(ownedSelector(ud))
-	if err != nil {
-		return nil, err
+func (tapps) kind() string         { return "TApp" }
+func (tapps) podOwnerKind() string { return "TApp" }
+func (tapps) partitions() bool     { return true }
+
+func (tapps) template(ud *appsv1alpha1.UnitedDeployment) *metav1.ObjectMeta {
+	if t := ud.Spec.Template.TAppTemplate; t != nil {
+		return &t.ObjectMeta
 	}
-	var out []*Subset
-	for _, t := range tapps {
-		if controlledAndLive(t, ud) {
-			out = append(out, newSubset(t, t.Spec.Replicas))
+	return nil
+}
+
+func (tapps) newObject() *appsv1alpha1.TApp        { return &appsv1alpha1.TApp{} }
+func (tapps) replicas(t *appsv1alpha1.TApp) *int32 { return t.Spec.Replicas }
+
+// setTemplate keeps, on an existing TApp, its selector and its per-instance statuses (instances
+// killed on the subset TApp stay killed) unless the template sets some.
+func (tapps) setTemplate(t *appsv1alpha1.TApp, ud *appsv1alpha1.UnitedDeployment, selector *metav1.LabelSelector, create bool) {
+	old := t.Spec
+	t.Spec = *ud.Spec.Template.TAppTemplate.Spec.DeepCopy()
+	t.Spec.Selector = selector
+	if !create {
+		t.Spec.Selector = old.Selector
+		if len(t.Spec.Statuses) == 0 {
+			t.Spec.Statuses = old.Statuses
 		}
 	}
-	return out, nil
 }
 
-// Create implements Adapter.
-func (a *TAppAdapter) Create(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, spec *SubsetSpec) (metav1.Object, error) {
-	t := &appsv1alpha1.TApp{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       ud.Namespace,
-			GenerateName:    subsetPrefix(ud, spec.Subset.Name),
-			OwnerReferences: []metav1.OwnerReference{*controllerRef(ud)},
-		},
+// podTemplates visits spec.template and every templatePool entry.
+func (tapps) podTemplates(t *appsv1alpha1.TApp, each func(*corev1.PodTemplateSpec)) {
+	each(&t.Spec.Template)
+	for name, pt := range t.Spec.TemplatePool {
+		each(&pt)
+		t.Spec.TemplatePool[name] = pt
 	}
-	a.applyTemplate(t, ud, spec, true)
-	a.applyReplicas(t, ud, spec)
-	return a.Client.AppsV1alpha1().TApps(ud.Namespace).Create(ctx, t, metav1.CreateOptions{})
 }
 
-// applyTemplate writes the template into t: spec.template and every templatePool entry get the
-// subset's labels and topology. An existing TApp keeps its selector and its per-instance
-// statuses (instances killed on the subset TApp stay killed).
-func (a *TAppAdapter) applyTemplate(t *appsv1alpha1.TApp, ud *appsv1alpha1.UnitedDeployment, spec *SubsetSpec, create bool) {
-	tmpl := ud.Spec.Template.TAppTemplate
-	mergeLabels(&t.Labels, workloadLabels(tmpl.Labels, ud, spec))
-	mergeLabels(&t.Annotations, workloadAnnotations(tmpl.Annotations, spec))
-	desired := tmpl.Spec.DeepCopy()
-	if create {
-		desired.Selector = subsetSelector(ud, spec.Subset.Name)
-	} else {
-		desired.Selector = t.Spec.Selector
-		if len(desired.Statuses) == 0 {
-			desired.Statuses = t.Spec.Statuses
-		}
-	}
-	preparePodTemplate(&desired.Template, ud, spec)
-	for name, pt := range desired.TemplatePool {
-		preparePodTemplate(&pt, ud, spec)
-		desired.TemplatePool[name] = pt
-	}
-	t.Spec = *desired
-}
-
-// applyReplicas writes replicas, partition and paused (the template's own paused also pauses).
-func (a *TAppAdapter) applyReplicas(t *appsv1alpha1.TApp, ud *appsv1alpha1.UnitedDeployment, spec *SubsetSpec) {
+// setScale writes replicas, partition and paused (the template's own paused also pauses).
+func (tapps) setScale(t *appsv1alpha1.TApp, ud *appsv1alpha1.UnitedDeployment, spec *SubsetSpec) {
 	replicas := spec.Replicas
 	t.Spec.Replicas = &replicas
 	partition := spec.Partition
@@ -94,26 +68,10 @@ func (a *TAppAdapter) applyReplicas(t *appsv1alpha1.TApp, ud *appsv1alpha1.Unite
 	t.Spec.UpdateStrategy.Paused = spec.Paused || ud.Spec.Template.TAppTemplate.Spec.UpdateStrategy.Paused
 }
 
-// Update implements Adapter.
-func (a *TAppAdapter) Update(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, existing *Subset, spec *SubsetSpec) (bool, error) {
-	old := existing.Object.(*appsv1alpha1.TApp)
-	t := old.DeepCopy()
-	if spec.ApplyTemplate {
-		a.applyTemplate(t, ud, spec, false)
-	}
-	a.applyReplicas(t, ud, spec)
-	if apiequality.Semantic.DeepEqual(old, t) {
-		return false, nil
-	}
-	_, err := a.Client.AppsV1alpha1().TApps(t.Namespace).Update(ctx, t, metav1.UpdateOptions{})
-	return err == nil, err
+func (k tapps) lister(namespace string) namespaceLister[*appsv1alpha1.TApp] {
+	return k.listed.TApps(namespace)
 }
 
-// Delete implements Adapter.
-func (a *TAppAdapter) Delete(ctx context.Context, s *Subset) error {
-	err := a.Client.AppsV1alpha1().TApps(s.Object.GetNamespace()).Delete(ctx, s.Object.GetName(), deleteOptions(s.Object))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+func (k tapps) client(namespace string) typedClient[*appsv1alpha1.TApp] {
+	return k.ours.AppsV1alpha1().TApps(namespace)
 }

@@ -42,7 +42,11 @@ func TestReleaseInFourBatches(t *testing.T) {
 
 			var pauses []int32
 			for {
-				c := e.waitCanary("a pause or the end of the release", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+				c := e.waitCanary("a pause or the end of the release", func(c *v1alpha1.Canary, stable, _ *appsv1.Deployment) bool {
+					// The Canary is read first: Completed must mean that no stable pod is left.
+					if c.Status.Phase == v1alpha1.CanaryCompleted && (stable.Status.Replicas != 0 || *stable.Spec.Replicas != 0) {
+						t.Fatalf("Completed while the stable Deployment has %d pods (spec %d)", stable.Status.Replicas, *stable.Spec.Replicas)
+					}
 					k := waitingBatch(c)
 					return (k > 0 && !slices.Contains(pauses, k)) || c.Status.Phase == v1alpha1.CanaryCompleted
 				})
@@ -112,7 +116,7 @@ func TestConcurrentPromotesAdvanceOneBatch(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = e.client.AppsV1alpha1().Canaries(e.ns).Patch(e.ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+			_, errs[i] = e.Apps.AppsV1alpha1().Canaries(e.NS).Patch(e.Ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		})
 	}
 	close(start)
@@ -131,7 +135,7 @@ func TestConcurrentPromotesAdvanceOneBatch(t *testing.T) {
 		t.Fatalf("%d of two racing promotes applied (%v); want exactly one", applied, errs)
 	}
 	// A promote built from the value read before the race cannot apply any more either.
-	if _, err := e.client.AppsV1alpha1().Canaries(e.ns).Patch(e.ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); !apierrors.IsInvalid(err) {
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Patch(e.Ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}); !apierrors.IsInvalid(err) {
 		t.Fatalf("a stale promote: %v; want its test to fail", err)
 	}
 
@@ -186,7 +190,7 @@ func TestRollbackAfterCompletion(t *testing.T) {
 	e.waitCanary("the end of the release", func(c *v1alpha1.Canary, stable, _ *appsv1.Deployment) bool {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && stable.Status.Replicas == 0
 	})
-	_, err := e.kube.AppsV1().Deployments(e.ns).Patch(e.ctx, stableName, types.JSONPatchType,
+	_, err := e.Kube.AppsV1().Deployments(e.NS).Patch(e.Ctx, stableName, types.JSONPatchType,
 		[]byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.27"}]`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -200,27 +204,27 @@ func TestRollbackAfterCompletion(t *testing.T) {
 // waitRolledBack waits for RolledBack and checks the Deployments: stable at full size on the
 // template it had when the release began, all available; canary at 0 with no pod left.
 func (e *env) waitRolledBack() *v1alpha1.Canary {
-	e.t.Helper()
+	e.T.Helper()
 	c := e.waitCanary("the end of the rollback", func(c *v1alpha1.Canary, stable, canary *appsv1.Deployment) bool {
 		return c.Status.Phase == v1alpha1.CanaryRolledBack && c.Status.ObservedGeneration == c.Generation &&
 			canary.Status.Replicas == 0
 	})
 	stable, canary, err := e.deployments()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if *stable.Spec.Replicas != replicas || stable.Status.AvailableReplicas != replicas || stable.Status.UpdatedReplicas != replicas {
-		e.t.Errorf("stable after the rollback: %d replicas, %d updated, %d available; want %d of each",
+		e.T.Errorf("stable after the rollback: %d replicas, %d updated, %d available; want %d of each",
 			*stable.Spec.Replicas, stable.Status.UpdatedReplicas, stable.Status.AvailableReplicas, replicas)
 	}
 	if img := stable.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
-		e.t.Errorf("stable image %s after the rollback; want nginx:1.26, as when the release began", img)
+		e.T.Errorf("stable image %s after the rollback; want nginx:1.26, as when the release began", img)
 	}
 	if *canary.Spec.Replicas != 0 {
-		e.t.Errorf("canary at %d after the rollback; want 0", *canary.Spec.Replicas)
+		e.T.Errorf("canary at %d after the rollback; want 0", *canary.Spec.Replicas)
 	}
 	if c.Status.StableAvailable != replicas || c.Status.CanaryReplicas != 0 {
-		e.t.Errorf("status counts after the rollback:\n%s", describe(c))
+		e.T.Errorf("status counts after the rollback:\n%s", describe(c))
 	}
 	return c
 }
@@ -228,14 +232,14 @@ func (e *env) waitRolledBack() *v1alpha1.Canary {
 // checkRollbackOrder checks, from the watcher, that capacity held and that the canary
 // Deployment shrank once, to 0, when all 10 stable pods were available.
 func (e *env) checkRollbackOrder() {
-	e.t.Helper()
+	e.T.Helper()
 	canarySizes, _ := e.watch.check()
 	if canarySizes[len(canarySizes)-1] != 0 {
-		e.t.Errorf("canary sizes %v; want them to end at 0", canarySizes)
+		e.T.Errorf("canary sizes %v; want them to end at 0", canarySizes)
 	}
 	w := e.watch
 	if len(w.canaryShrankAt) != 1 || !strings.HasSuffix(w.canaryShrankAt[0], "with 10 stable available") {
-		e.t.Errorf("canary scale-downs: %q; want one, with 10 stable pods available", w.canaryShrankAt)
+		e.T.Errorf("canary scale-downs: %q; want one, with 10 stable pods available", w.canaryShrankAt)
 	}
 }
 

@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	canaryctrl "github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 // Deleting a completed Canary (the canary Deployment serving all 10 pods, the stable one at 0)
@@ -38,7 +38,7 @@ func TestDeleteAfterCompletionKeepsTheCanaryDeployment(t *testing.T) {
 	e.deleteCanary()
 	e.waitCanaryGone(c.UID)
 	e.checkKept(c.UID, stable, canary, replicas)
-	e.waitEvent(canaryctrl.EventOrphaned)
+	e.WaitEvent(canaryctrl.EventOrphaned)
 
 	if sizes, stableSizes := e.watch.check(); !slices.Equal(sizes, plan) || stableSizes[len(stableSizes)-1] != 0 {
 		t.Errorf("canary sizes %v, stable sizes %v; want %v and 0 at the end", sizes, stableSizes, plan)
@@ -78,7 +78,7 @@ func TestDeleteWhileTheAgentIsDown(t *testing.T) {
 	e.startAgent()
 	e.waitCanaryGone(c.UID)
 	e.checkKept(c.UID, stable, canary, plan[1])
-	e.waitEvent(canaryctrl.EventOrphaned)
+	e.WaitEvent(canaryctrl.EventOrphaned)
 	if sizes, _ := e.watch.check(); !slices.Equal(sizes, plan[:2]) {
 		t.Errorf("canary sizes %v; want %v", sizes, plan[:2])
 	}
@@ -87,82 +87,61 @@ func TestDeleteWhileTheAgentIsDown(t *testing.T) {
 // mustDeployments returns the stable and the canary Deployment, failing the test unless both
 // exist.
 func (e *env) mustDeployments() (stable, canary *appsv1.Deployment) {
-	e.t.Helper()
+	e.T.Helper()
 	stable, canary, err := e.deployments()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if stable == nil || canary == nil {
-		e.t.Fatalf("stable %v, canary %v: want both Deployments", stable != nil, canary != nil)
+		e.T.Fatalf("stable %v, canary %v: want both Deployments", stable != nil, canary != nil)
 	}
 	return stable, canary
 }
 
 // deleteCanary deletes the Canary as kubectl delete does (background propagation).
 func (e *env) deleteCanary() {
-	e.t.Helper()
-	if err := e.client.AppsV1alpha1().Canaries(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
-		e.t.Fatalf("deleting the Canary: %v", err)
+	e.T.Helper()
+	if err := e.Apps.AppsV1alpha1().Canaries(e.NS).Delete(e.Ctx, name, metav1.DeleteOptions{}); err != nil {
+		e.T.Fatalf("deleting the Canary: %v", err)
 	}
 }
 
 // waitCanaryGone waits until the Canary with the given UID no longer exists.
 func (e *env) waitCanaryGone(uid types.UID) {
-	e.t.Helper()
-	var last *v1alpha1.Canary
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		c, err := e.client.AppsV1alpha1().Canaries(e.ns).Get(ctx, name, metav1.GetOptions{})
+	e.T.Helper()
+	e2eenv.WaitFor(e.T, e.Ctx, "the Canary to be gone", func(ctx context.Context) (bool, string, error) {
+		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return true, nil
+			return true, "", nil
 		}
 		if err != nil {
-			return false, nil
+			return false, err.Error(), nil
 		}
-		last = c
-		return c.UID != uid, nil
+		return c.UID != uid, fmt.Sprintf("deletionTimestamp %v, finalizers %q\n%s", c.DeletionTimestamp, c.Finalizers, describe(c)), nil
 	})
-	if err != nil {
-		msg := "it was never read"
-		if last != nil {
-			msg = fmt.Sprintf("deletionTimestamp %v, finalizers %q\n%s", last.DeletionTimestamp, last.Finalizers, describe(last))
-		}
-		e.t.Fatalf("waiting for the Canary to be gone: %v; %s", err, msg)
-	}
 }
 
 // checkKept checks, after the Canary is gone and once the garbage collector had time to act,
 // that the canary Deployment has no owner reference to the Canary and still runs canaryPods
 // available pods, and that neither Deployment's spec changed.
 func (e *env) checkKept(uid types.UID, stableBefore, canaryBefore *appsv1.Deployment, canaryPods int32) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, wait := range []time.Duration{0, 3 * time.Second} {
 		time.Sleep(wait)
 		stable, canary := e.mustDeployments()
 		if ownedBy(canary, uid) {
-			e.t.Errorf("the canary Deployment still has the Canary's owner reference: %+v", canary.OwnerReferences)
+			e.T.Errorf("the canary Deployment still has the Canary's owner reference: %+v", canary.OwnerReferences)
 		}
 		if *canary.Spec.Replicas != canaryPods || canary.Status.AvailableReplicas != canaryPods || canary.Generation != canaryBefore.Generation {
-			e.t.Errorf("canary Deployment: %d replicas, %d available, generation %d (was %d); want %d pods, spec unchanged",
+			e.T.Errorf("canary Deployment: %d replicas, %d available, generation %d (was %d); want %d pods, spec unchanged",
 				*canary.Spec.Replicas, canary.Status.AvailableReplicas, canary.Generation, canaryBefore.Generation, canaryPods)
 		}
 		if *stable.Spec.Replicas != *stableBefore.Spec.Replicas || stable.Generation != stableBefore.Generation ||
 			stable.Status.AvailableReplicas != stableBefore.Status.AvailableReplicas {
-			e.t.Errorf("stable Deployment: %d replicas, %d available, generation %d; want %d, %d, %d as before",
+			e.T.Errorf("stable Deployment: %d replicas, %d available, generation %d; want %d, %d, %d as before",
 				*stable.Spec.Replicas, stable.Status.AvailableReplicas, stable.Generation,
 				*stableBefore.Spec.Replicas, stableBefore.Status.AvailableReplicas, stableBefore.Generation)
 		}
-	}
-}
-
-// waitEvent waits for an Event with the given reason in the test's namespace.
-func (e *env) waitEvent(reason string) {
-	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		list, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
-		return err == nil && len(list.Items) > 0, nil
-	})
-	if err != nil {
-		e.t.Errorf("no %s Event: %v", reason, err)
 	}
 }
 

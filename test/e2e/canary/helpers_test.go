@@ -7,24 +7,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
-	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 const (
@@ -32,9 +28,6 @@ const (
 	stableName = "checkout"
 	canaryName = "checkout-canary"
 	name       = "checkout" // of the Canary
-	// waitTimeout bounds every wait for the agent or kube-controller-manager; a release of
-	// four batches on the local control plane takes seconds.
-	waitTimeout = 2 * time.Minute
 )
 
 // plan is the batch plan of 10 replicas in 4 batches.
@@ -43,59 +36,18 @@ var plan = []int32{1, 4, 7, 10}
 // env is one test's namespace, with a stable Deployment at full size, an agent running only the
 // canary controller in that namespace, and a capacity watcher.
 type env struct {
-	t      *testing.T
-	ctx    context.Context
-	cancel context.CancelFunc
-	ns     string
-	kube   kubernetes.Interface
-	client versioned.Interface
-	watch  *capacityWatcher
-
-	kubeconfig string
-	agent      *agentproc.Agent
+	*e2eenv.Env
+	watch *capacityWatcher
+	agent *agentproc.Agent
 }
 
 // setup makes the namespace and the stable Deployment, waits until its 10 pods are available,
-// starts the capacity watcher and the agent.
+// starts the capacity watcher and the agent. The namespace's cleanup removes the finalizers the
+// stopped agent left on the Canaries, as the package documentation tells.
 func setup(t *testing.T) *env {
 	t.Helper()
-	cluster := localcluster.Shared(t)
-	cfg := cluster.RESTConfig()
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, cancel: cancel, kube: kube, client: client, kubeconfig: cluster.Kubeconfig}
-
-	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "canary-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.ns = ns.Name
-	t.Cleanup(func() {
-		// The agent has been stopped by now (its cleanup runs first): remove the finalizers it
-		// put on the Canaries left, as the package documentation tells, or the namespace would
-		// never go.
-		if list, err := client.AppsV1alpha1().Canaries(e.ns).List(context.Background(), metav1.ListOptions{}); err == nil {
-			for _, c := range list.Items {
-				if len(c.Finalizers) > 0 {
-					_, _ = client.AppsV1alpha1().Canaries(e.ns).Patch(context.Background(), c.Name, types.JSONPatchType,
-						[]byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{})
-				}
-			}
-		}
-		_ = kube.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
-	})
-
-	if _, err := kube.AppsV1().Deployments(e.ns).Create(ctx, stableDeployment(), metav1.CreateOptions{}); err != nil {
+	e := &env{Env: e2eenv.Setup(t)}
+	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, stableDeployment(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitDeployments("the stable Deployment to have 10 available pods", func(stable, _ *appsv1.Deployment) bool {
@@ -109,14 +61,8 @@ func setup(t *testing.T) *env {
 // startAgent starts an agent running only the canary controller in the test's namespace and
 // waits until it is ready.
 func (e *env) startAgent() {
-	e.t.Helper()
-	e.agent = agentproc.Start(e.t, agentproc.Options{
-		Kubeconfig: e.kubeconfig,
-		Args:       []string{"--namespace=" + e.ns, "--leader-elect=false", "--controllers=canary"},
-	})
-	if err := e.agent.WaitReady(e.ctx); err != nil {
-		e.t.Fatalf("agent not ready: %v", err)
-	}
+	e.T.Helper()
+	e.agent = e.StartAgentLoggingErrors("canary")
 }
 
 func stableDeployment() *appsv1.Deployment {
@@ -140,7 +86,7 @@ func podTemplate(labels map[string]string, image string) corev1.PodTemplateSpec 
 
 // createCanary releases nginx 1.27 as checkout-canary: 10 replicas in 4 batches.
 func (e *env) createCanary(pause v1alpha1.PauseType, minReadySeconds int32) {
-	e.t.Helper()
+	e.T.Helper()
 	c := &v1alpha1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.CanarySpec{
@@ -155,16 +101,16 @@ func (e *env) createCanary(pause v1alpha1.PauseType, minReadySeconds int32) {
 			MinReadySeconds: minReadySeconds,
 		},
 	}
-	if _, err := e.client.AppsV1alpha1().Canaries(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
 func (e *env) canary() *v1alpha1.Canary {
-	e.t.Helper()
-	c, err := e.client.AppsV1alpha1().Canaries(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	e.T.Helper()
+	c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return c
 }
@@ -172,7 +118,7 @@ func (e *env) canary() *v1alpha1.Canary {
 // deployments returns the stable and the canary Deployment (nil when absent).
 func (e *env) deployments() (stable, canary *appsv1.Deployment, err error) {
 	get := func(n string) (*appsv1.Deployment, error) {
-		d, err := e.kube.AppsV1().Deployments(e.ns).Get(e.ctx, n, metav1.GetOptions{})
+		d, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, n, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -186,41 +132,39 @@ func (e *env) deployments() (stable, canary *appsv1.Deployment, err error) {
 }
 
 // waitCanary waits until cond holds for the Canary and both Deployments, failing the test with
-// the Canary's status when it does not within waitTimeout (or as soon as the capacity watcher
+// the Canary's status when it does not within e2eenv.Safety (or as soon as the capacity watcher
 // cancels the test's context).
 func (e *env) waitCanary(what string, cond func(c *v1alpha1.Canary, stable, canary *appsv1.Deployment) bool) *v1alpha1.Canary {
-	e.t.Helper()
+	e.T.Helper()
 	var last *v1alpha1.Canary
 	var lastErr error
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		c, err := e.client.AppsV1alpha1().Canaries(e.ns).Get(ctx, name, metav1.GetOptions{})
+	e2eenv.WaitFor(e.T, e.Ctx, what, func(ctx context.Context) (bool, string, error) {
+		ok := false
+		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			var stable, canary *appsv1.Deployment
+			if stable, canary, err = e.deployments(); err == nil {
+				last = c
+				ok = cond(c, stable, canary)
+			}
+		}
 		if err != nil {
 			lastErr = err
-			return false, nil
 		}
-		stable, canary, err := e.deployments()
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		last = c
-		return cond(c, stable, canary), nil
+		return ok, fmt.Sprintf("last error %v\n%s", lastErr, describe(last)), nil
 	})
-	if err != nil {
-		e.t.Fatalf("waiting for %s: %v (last error %v)\n%s", what, err, lastErr, describe(last))
-	}
 	return last
 }
 
 func (e *env) waitDeployments(what string, cond func(stable, canary *appsv1.Deployment) bool) {
-	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	e.T.Helper()
+	e2eenv.WaitFor(e.T, e.Ctx, what, func(context.Context) (bool, string, error) {
 		stable, canary, err := e.deployments()
-		return err == nil && cond(stable, canary), nil
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return cond(stable, canary), "", nil
 	})
-	if err != nil {
-		e.t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func describe(c *v1alpha1.Canary) string {
@@ -263,25 +207,25 @@ func promotePatch(read, batch int32) []byte {
 
 // promote approves the batch the Canary waits at.
 func (e *env) promote(c *v1alpha1.Canary) {
-	e.t.Helper()
+	e.T.Helper()
 	k := waitingBatch(c)
 	if k == 0 {
-		e.t.Fatalf("promote: the Canary is not waiting for promotion\n%s", describe(c))
+		e.T.Fatalf("promote: the Canary is not waiting for promotion\n%s", describe(c))
 	}
-	_, err := e.client.AppsV1alpha1().Canaries(e.ns).Patch(e.ctx, name, types.JSONPatchType,
+	_, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Patch(e.Ctx, name, types.JSONPatchType,
 		promotePatch(c.Spec.ApprovedBatch, k), metav1.PatchOptions{})
 	if err != nil {
-		e.t.Fatalf("promote batch %d: %v", k, err)
+		e.T.Fatalf("promote batch %d: %v", k, err)
 	}
 }
 
 // mergePatch applies a merge patch to the Canary's spec.
 func (e *env) patchSpec(spec string) {
-	e.t.Helper()
-	_, err := e.client.AppsV1alpha1().Canaries(e.ns).Patch(e.ctx, name, types.MergePatchType,
+	e.T.Helper()
+	_, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Patch(e.Ctx, name, types.MergePatchType,
 		[]byte(`{"spec":`+spec+`}`), metav1.PatchOptions{})
 	if err != nil {
-		e.t.Fatalf("patching spec with %s: %v", spec, err)
+		e.T.Fatalf("patching spec with %s: %v", spec, err)
 	}
 }
 
@@ -305,27 +249,27 @@ type capacityWatcher struct {
 }
 
 func (e *env) watchCapacity() *capacityWatcher {
-	e.t.Helper()
-	list, err := e.kube.AppsV1().Deployments(e.ns).List(e.ctx, metav1.ListOptions{})
+	e.T.Helper()
+	list, err := e.Kube.AppsV1().Deployments(e.NS).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	w := &capacityWatcher{
-		t: e.t, done: make(chan struct{}),
+		t: e.T, done: make(chan struct{}),
 		available: map[string]int32{}, spec: map[string]int32{}, lowest: replicas,
 	}
 	for i := range list.Items {
 		w.observe(&list.Items[i])
 	}
-	ctx, stop := context.WithCancel(e.ctx)
+	ctx, stop := context.WithCancel(e.Ctx)
 	w.stop = stop
 	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return e.kube.AppsV1().Deployments(e.ns).Watch(ctx, o)
+			return e.Kube.AppsV1().Deployments(e.NS).Watch(ctx, o)
 		},
 	})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	go func() {
 		defer close(w.done)
@@ -346,19 +290,19 @@ func (e *env) watchCapacity() *capacityWatcher {
 						d.Status.AvailableReplicas = 0
 					}
 					if msg := w.observe(d); msg != "" {
-						e.t.Errorf("capacity watcher: %s", msg)
-						e.cancel() // fail now: every wait of the test ends at once
+						e.T.Errorf("capacity watcher: %s", msg)
+						e.Cancel() // fail now: every wait of the test ends at once
 						return
 					}
 				case watch.Error:
-					e.t.Errorf("capacity watcher: watch error %v", apierrors.FromObject(ev.Object))
-					e.cancel()
+					e.T.Errorf("capacity watcher: watch error %v", apierrors.FromObject(ev.Object))
+					e.Cancel()
 					return
 				}
 			}
 		}
 	}()
-	e.t.Cleanup(w.close)
+	e.T.Cleanup(w.close)
 	return w
 }
 

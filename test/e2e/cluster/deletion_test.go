@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
@@ -94,7 +95,7 @@ type generation struct {
 }
 
 func runningAndReady(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p)
+	return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && e2eenv.PodReady(p)
 }
 
 // followRecreation reads pod events until every name in gens has a new pod that runs and is
@@ -103,7 +104,7 @@ func runningAndReady(p *corev1.Pod) bool {
 // starts terminating.
 func followRecreation(t *testing.T, ctx context.Context, pw *podWatch, gens map[string]*generation, recreate func(name string)) {
 	t.Helper()
-	deadline := time.Now().Add(safety)
+	deadline := time.Now().Add(e2eenv.Safety)
 	var settled time.Time // when every new pod was first seen running
 	for {
 		until := deadline
@@ -197,7 +198,7 @@ func TestPodRecreatedUnderItsNameSurvives(t *testing.T) {
 		gens[name] = &generation{}
 	}
 	var version string
-	eventually(t, ctx, "pods to run", func(ctx context.Context) (bool, string, error) {
+	e2eenv.WaitFor(t, ctx, "pods to run", func(ctx context.Context) (bool, string, error) {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=recreated"})
 		if err != nil {
 			return false, "", err
@@ -249,7 +250,7 @@ func TestStatefulSetPodRecreatedSurvives(t *testing.T) {
 	}
 	var gens map[string]*generation
 	var version string
-	eventually(t, ctx, "statefulset pods to run", func(ctx context.Context) (bool, string, error) {
+	e2eenv.WaitFor(t, ctx, "statefulset pods to run", func(ctx context.Context) (bool, string, error) {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, "", err

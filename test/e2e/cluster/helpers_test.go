@@ -3,71 +3,21 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
-// safety bounds a wait so that a broken cluster fails the test instead of
-// hanging it; nothing here is a performance target.
-const safety = 3 * time.Minute
-
 // setup returns a client and a fresh namespace, deleted after the test.
-func setup(t *testing.T) (context.Context, *kubernetes.Clientset, string) {
+func setup(t *testing.T) (context.Context, kubernetes.Interface, string) {
 	t.Helper()
-	c := localcluster.Shared(t)
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// t.Context is already cancelled here.
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ctx, cs, ns.Name
-}
-
-// eventually polls cond until it holds; on timeout the test fails with the
-// last state cond described.
-func eventually(t *testing.T, ctx context.Context, what string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, safety, true, func(ctx context.Context) (bool, error) {
-		ok, state, err := cond(ctx)
-		last = state
-		return ok, err
-	})
-	if err != nil {
-		t.Fatalf("%s: %v; last state: %s", what, err, last)
-	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	e := e2eenv.Setup(t)
+	return e.Ctx, e.Kube, e.NS
 }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
@@ -112,7 +62,7 @@ func readyPods(ctx context.Context, cs kubernetes.Interface, ns, app string) ([]
 	}
 	ready := 0
 	for i := range list.Items {
-		if podReady(&list.Items[i]) {
+		if e2eenv.PodReady(&list.Items[i]) {
 			ready++
 		}
 	}
@@ -124,7 +74,7 @@ func readyPods(ctx context.Context, cs kubernetes.Interface, ns, app string) ([]
 func waitDeploymentReady(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, name string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	eventually(t, ctx, fmt.Sprintf("deployment %s to have %d ready pods", name, n), func(ctx context.Context) (bool, string, error) {
+	e2eenv.WaitFor(t, ctx, fmt.Sprintf("deployment %s to have %d ready pods", name, n), func(ctx context.Context) (bool, string, error) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 // These tests pin down what kwok's stages (test/localcluster/stages.yaml)
@@ -35,7 +37,7 @@ func createPod(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns st
 func waitPod(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	eventually(t, ctx, "pod "+what, func(ctx context.Context) (bool, string, error) {
+	e2eenv.WaitFor(t, ctx, "pod "+what, func(ctx context.Context) (bool, string, error) {
 		var err error
 		if pod, err = cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, "", err
@@ -58,7 +60,7 @@ func TestInPlaceImageUpdateRestartsContainer(t *testing.T) {
 	t.Parallel()
 	ctx, cs, ns := setup(t)
 	createPod(t, ctx, cs, ns, nil)
-	before := waitPod(t, ctx, cs, ns, "solo", "Ready", podReady)
+	before := waitPod(t, ctx, cs, ns, "solo", "Ready", e2eenv.PodReady)
 	if got := before.Status.ContainerStatuses[0]; got.Image != "registry.invalid/solo:v1" || got.RestartCount != 0 {
 		t.Fatalf("container status before the update: image %s, restarts %d", got.Image, got.RestartCount)
 	}
@@ -74,7 +76,7 @@ func TestInPlaceImageUpdateRestartsContainer(t *testing.T) {
 	if got.RestartCount != 1 || !got.Ready || got.State.Running == nil {
 		t.Errorf("after the update: restarts %d, ready %v, running %v; want 1 restart, ready and running", got.RestartCount, got.Ready, got.State.Running != nil)
 	}
-	if !podReady(after) {
+	if !e2eenv.PodReady(after) {
 		t.Error("pod not Ready after an in-place update")
 	}
 	if after.UID != before.UID || after.Status.PodIP != before.Status.PodIP {
@@ -91,7 +93,7 @@ func TestReadinessGateHoldsReady(t *testing.T) {
 	pod := waitPod(t, ctx, cs, ns, "solo", "Running", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning
 	})
-	if podReady(pod) {
+	if e2eenv.PodReady(pod) {
 		t.Fatal("pod Ready while its readiness gate condition is missing")
 	}
 	if c := podCondition(pod, corev1.ContainersReady); c == nil || c.Status != corev1.ConditionTrue {
@@ -102,12 +104,12 @@ func TestReadinessGateHoldsReady(t *testing.T) {
 	}
 
 	setGate(t, ctx, cs, ns, "solo", corev1.ConditionTrue)
-	waitPod(t, ctx, cs, ns, "solo", "Ready once the gate is True", podReady)
+	waitPod(t, ctx, cs, ns, "solo", "Ready once the gate is True", e2eenv.PodReady)
 
 	// An in-place update as a controller does it: close the gate, change the
 	// image, wait for the new image, open the gate.
 	setGate(t, ctx, cs, ns, "solo", corev1.ConditionFalse)
-	waitPod(t, ctx, cs, ns, "solo", "not Ready once the gate is False", func(p *corev1.Pod) bool { return !podReady(p) })
+	waitPod(t, ctx, cs, ns, "solo", "not Ready once the gate is False", func(p *corev1.Pod) bool { return !e2eenv.PodReady(p) })
 	patch := `{"spec":{"containers":[{"name":"app","image":"registry.invalid/solo:v2"}]}}`
 	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "solo", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -115,9 +117,9 @@ func TestReadinessGateHoldsReady(t *testing.T) {
 	pod = waitPod(t, ctx, cs, ns, "solo", "running the new image", func(p *corev1.Pod) bool {
 		return p.Status.ContainerStatuses[0].Image == "registry.invalid/solo:v2"
 	})
-	if podReady(pod) {
+	if e2eenv.PodReady(pod) {
 		t.Error("pod Ready after its image changed while the gate is False")
 	}
 	setGate(t, ctx, cs, ns, "solo", corev1.ConditionTrue)
-	waitPod(t, ctx, cs, ns, "solo", "Ready again once the gate is True", podReady)
+	waitPod(t, ctx, cs, ns, "solo", "Ready again once the gate is True", e2eenv.PodReady)
 }

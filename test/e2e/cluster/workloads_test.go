@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
@@ -92,11 +93,11 @@ func TestStatefulSetStartsInOrder(t *testing.T) {
 		case watch.Deleted:
 			t.Fatalf("pod %s deleted during start-up", pod.Name)
 		}
-		if podReady(pod) {
+		if e2eenv.PodReady(pod) {
 			ready[pod.Name] = true
 		}
 	}
-	eventually(t, ctx, "statefulset status", func(ctx context.Context) (bool, string, error) {
+	e2eenv.WaitFor(t, ctx, "statefulset status", func(ctx context.Context) (bool, string, error) {
 		got, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
@@ -123,7 +124,7 @@ func TestDeletingDeploymentCollectsPods(t *testing.T) {
 			}
 			// With Foreground the deployment goes last, once its
 			// dependents are gone; with Background it goes first.
-			eventually(t, ctx, "the deployment, its replica set and pods to be gone", func(ctx context.Context) (bool, string, error) {
+			e2eenv.WaitFor(t, ctx, "the deployment, its replica set and pods to be gone", func(ctx context.Context) (bool, string, error) {
 				pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, "", err

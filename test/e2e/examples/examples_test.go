@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubectl-workload/kubectl-workload/examples"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 // each kind's resource through discovery.
 type applier struct {
 	dyn    dynamic.Interface
-	mapper meta.RESTMapper
+	mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
 func newApplier(t *testing.T) *applier {
@@ -56,6 +56,12 @@ func newApplier(t *testing.T) *applier {
 func (a *applier) create(ctx context.Context, obj *unstructured.Unstructured, ns string, dryRun bool) error {
 	gvk := obj.GroupVersionKind()
 	mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		// Discovery read once, right after the cluster came up, may predate a CRD that was
+		// already Established (seen under load): read it again before calling the kind unknown.
+		a.mapper.Reset()
+		mapping, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
 	if err != nil {
 		return err
 	}
@@ -73,20 +79,8 @@ func (a *applier) create(ctx context.Context, obj *unstructured.Unstructured, ns
 	return err
 }
 
-func namespace(t *testing.T, ctx context.Context) string {
-	cs, err := localcluster.Shared(t).Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "examples-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
-}
+// namespace returns a namespace of the test's own, deleted after it.
+func namespace(t *testing.T) string { return e2eenv.Setup(t).NS }
 
 func manifests(t *testing.T, pattern string) []string {
 	files, err := filepath.Glob(filepath.Join(localcluster.RepoPath("examples"), pattern))
@@ -113,7 +107,7 @@ func TestExamplesAreAccepted(t *testing.T) {
 			}
 			// Created for real, in order, in a namespace of its own: a later
 			// document may rely on an earlier one, as with kubectl apply.
-			ns := namespace(t, ctx)
+			ns := namespace(t)
 			for _, obj := range objs {
 				if err := a.create(ctx, obj, ns, false); err != nil {
 					t.Errorf("%s %s refused: %v", obj.GetKind(), obj.GetName(), err)
@@ -125,7 +119,7 @@ func TestExamplesAreAccepted(t *testing.T) {
 
 func TestInvalidExamplesAreRefusedWithTheirMessage(t *testing.T) {
 	a := newApplier(t)
-	ns := namespace(t, t.Context())
+	ns := namespace(t)
 	for _, file := range manifests(t, filepath.Join("invalid", "*.yaml")) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			ctx := t.Context()

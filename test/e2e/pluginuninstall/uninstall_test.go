@@ -13,19 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/e2e/pluginexec"
-	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
-
-// safety bounds every wait.
-const safety = 3 * time.Minute
 
 var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -39,32 +33,16 @@ var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "
 //     it, and then removes the agent and the CRDs, which go at once; the canary Deployment is
 //     kept with its pods (no longer owned by the Canary), as is the stable one.
 func TestUninstallForceLetsTheAgentReleaseCanaries(t *testing.T) {
-	c := localcluster.Shared(t)
-	ctx := t.Context()
-	kube, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	apps, err := versioned.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := e2eenv.Clients(t)
+	c, ctx, kube, apps, dyn := e.Cluster, e.Ctx, e.Kube, e.Apps, e.Dyn
+	var err error
 	run := pluginexec.New(t, ctx, c.Kubeconfig, "")
 	eventually := func(what string, cond func(context.Context) (bool, string)) {
 		t.Helper()
-		var last string
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, safety, true, func(ctx context.Context) (bool, error) {
+		e2eenv.WaitFor(t, ctx, what, func(ctx context.Context) (bool, string, error) {
 			ok, state := cond(ctx)
-			last = state
-			return ok, nil
+			return ok, state, nil
 		})
-		if err != nil {
-			t.Fatalf("waiting for %s: %v; last state: %s", what, err, last)
-		}
 	}
 
 	if r := run.Run("install"); r.Code != 0 || !strings.Contains(r.Out, "customresourcedefinition.apiextensions.k8s.io/canaries.apps.workload.dev serverside-applied") {
@@ -103,13 +81,7 @@ func TestUninstallForceLetsTheAgentReleaseCanaries(t *testing.T) {
 	// The agent runs as a process here, in every namespace; install's Deployment of it runs
 	// kwok's idea of a pod.
 	startAgent := func() *agentproc.Agent {
-		a := agentproc.Start(t, agentproc.Options{Kubeconfig: c.Kubeconfig, Args: []string{"--leader-elect=false"}})
-		wctx, cancel := context.WithTimeout(ctx, safety)
-		defer cancel()
-		if err := a.WaitReady(wctx); err != nil {
-			t.Fatalf("agent not ready: %v\n%s", err, a.LogTail(8<<10))
-		}
-		return a
+		return e.RunAgent(agentproc.Options{Kubeconfig: c.Kubeconfig, Args: []string{"--leader-elect=false"}})
 	}
 	agent := startAgent()
 
@@ -205,7 +177,7 @@ func TestUninstallForceLetsTheAgentReleaseCanaries(t *testing.T) {
 			strings.Join(lines, " | ")
 	})
 	startAgent()
-	code, stderr := follow.Wait(t, safety)
+	code, stderr := follow.Wait(t, e2eenv.Safety)
 	out := strings.Join(follow.Lines(), "\n")
 	if code != 0 || stderr != "" {
 		t.Fatalf("uninstall --force once the agent is back: exit %d, stderr %q", code, stderr)

@@ -73,11 +73,11 @@ func TestCanaryPromoteRaceAndAbort(t *testing.T) {
 	stable.Spec.Replicas = ptr.To[int32](4)
 	stable.Spec.Selector = &metav1.LabelSelector{MatchLabels: stableLabels}
 	stable.Spec.Template = podTemplate(stableLabels, "nginx:1.26")
-	if _, err := e.kube.AppsV1().Deployments(e.ns).Create(e.ctx, stable, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, stable, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("4 available stable pods", func() (bool, string) {
-		d, err := e.kube.AppsV1().Deployments(e.ns).Get(e.ctx, "checkout", metav1.GetOptions{})
+	e.Eventually("4 available stable pods", func() (bool, string) {
+		d, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, "checkout", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -91,12 +91,12 @@ func TestCanaryPromoteRaceAndAbort(t *testing.T) {
 	c.Spec.Canary.Template = podTemplate(map[string]string{"app": "checkout", "track": "canary"}, "nginx:1.27")
 	c.Spec.Batches = ptr.To[int32](3)
 	c.Spec.PauseType = v1alpha1.PauseAll
-	if _, err := e.apps.AppsV1alpha1().Canaries(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	phase := func(want v1alpha1.CanaryPhase, batch int32) func() (bool, string) {
 		return func() (bool, string) {
-			got, err := e.apps.AppsV1alpha1().Canaries(e.ns).Get(e.ctx, "checkout", metav1.GetOptions{})
+			got, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, "checkout", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -105,13 +105,13 @@ func TestCanaryPromoteRaceAndAbort(t *testing.T) {
 				fmt.Sprintf("phase %s batch %d message %q", s.Phase, s.CurrentBatch, s.Message)
 		}
 	}
-	e.eventually("paused after batch 1", phase(v1alpha1.CanaryPaused, 1))
+	e.Eventually("paused after batch 1", phase(v1alpha1.CanaryPaused, 1))
 	e.fails("canary/checkout: --subset and --all apply to a ud", workload.Canary, "checkout", "promote", "canary/checkout", "--all")
 
 	g := &gate{}
 	g.Add(2)
 	g.left.Store(2)
-	client := barrier{e.dyn, g}
+	client := barrier{e.Dyn, g}
 	outs := make([]*strings.Builder, 2)
 	errs := make([]error, 2)
 	var done sync.WaitGroup
@@ -120,9 +120,9 @@ func TestCanaryPromoteRaceAndAbort(t *testing.T) {
 		go func() {
 			defer done.Done()
 			outs[i] = &strings.Builder{}
-			o := &promote.Options{Target: mutate.Target{Ref: workload.Ref{Kind: workload.Canary, Name: "checkout"}, Namespace: e.ns, Client: client},
+			o := &promote.Options{Target: mutate.Target{Ref: workload.Ref{Kind: workload.Canary, Name: "checkout"}, Namespace: e.NS, Client: client},
 				IOStreams: genericiooptions.IOStreams{Out: outs[i], ErrOut: outs[i]}}
-			errs[i] = o.Run(e.ctx)
+			errs[i] = o.Run(e.Ctx)
 		}()
 	}
 	done.Wait()
@@ -137,17 +137,17 @@ func TestCanaryPromoteRaceAndAbort(t *testing.T) {
 	if a := e.get(workload.Canary, "checkout").Object["spec"].(map[string]interface{})["approvedBatch"]; a != int64(1) {
 		t.Fatalf("spec.approvedBatch = %v after two promotes of batch 1, want 1", a)
 	}
-	e.eventually("paused after batch 2", phase(v1alpha1.CanaryPaused, 2))
+	e.Eventually("paused after batch 2", phase(v1alpha1.CanaryPaused, 2))
 
 	e.ok("canary/checkout fully promoted: all 3 batches approved", "promote", "canary/checkout", "--full")
-	e.eventually("completed", phase(v1alpha1.CanaryCompleted, 3))
+	e.Eventually("completed", phase(v1alpha1.CanaryCompleted, 3))
 	e.ok("canary/checkout has completed all 3 batches: nothing to promote", "promote", "canary/checkout")
 
 	e.ok("canary/checkout aborted: rolling back to the stable Deployment checkout", "abort", "canary/checkout")
-	e.eventually("rolled back", phase(v1alpha1.CanaryRolledBack, 0))
+	e.Eventually("rolled back", phase(v1alpha1.CanaryRolledBack, 0))
 	e.ok("canary/checkout is already rolled back", "abort", "canary/checkout")
 	e.fails("canary/checkout is rolling back", workload.Canary, "checkout", "promote", "canary/checkout")
-	d, err := e.kube.AppsV1().Deployments(e.ns).Get(e.ctx, "checkout", metav1.GetOptions{})
+	d, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, "checkout", metav1.GetOptions{})
 	if err != nil || *d.Spec.Replicas != 4 {
 		t.Fatalf("stable Deployment after the rollback: %v %v", d.Spec.Replicas, err)
 	}

@@ -19,7 +19,7 @@ import (
 func TestKubectlFindsThePlugin(t *testing.T) {
 	e := setup(t)
 	dir := e.run.PluginDir
-	cmd := exec.CommandContext(e.ctx, e.run.Kubectl, "plugin", "list")
+	cmd := exec.CommandContext(e.Ctx, e.run.Kubectl, "plugin", "list")
 	cmd.Env = []string{"PATH=" + dir, "HOME=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()
 	t.Logf("$ PATH=%s kubectl plugin list\n%s", dir, out)
@@ -54,17 +54,17 @@ func TestKubectlCompletesTheMutatingVerbs(t *testing.T) {
 		tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		tapp.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 		tapp.Spec.Template = podTemplate(map[string]string{"app": name}, "nginx:1.27")
-		if _, err := e.apps.AppsV1alpha1().TApps(e.ns).Create(e.ctx, tapp, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Apps.AppsV1alpha1().TApps(e.NS).Create(e.Ctx, tapp, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	complete := func(args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(e.ctx, e.run.Kubectl, append([]string{"__complete", "workload", "-n", e.ns}, args...)...)
+		cmd := exec.CommandContext(e.Ctx, e.run.Kubectl, append([]string{"__complete", "workload", "-n", e.NS}, args...)...)
 		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+e.run.PluginDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 			"KUBECONFIG="+e.run.Kubeconfig)
 		out, err := cmd.Output()
-		t.Logf("$ kubectl __complete workload -n %s %s\n%s", e.ns, strings.Join(args, " "), out)
+		t.Logf("$ kubectl __complete workload -n %s %s\n%s", e.NS, strings.Join(args, " "), out)
 		if err != nil {
 			t.Fatalf("kubectl __complete workload %v: %v", args, err)
 		}

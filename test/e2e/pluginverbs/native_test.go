@@ -24,11 +24,11 @@ func TestNativeWorkloads(t *testing.T) {
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: dbLabels}
 	sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 	sts.Spec.Template = podTemplate(dbLabels, "postgres:15")
-	if _, err := e.kube.AppsV1().StatefulSets(e.ns).Create(e.ctx, sts, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.AppsV1().StatefulSets(e.NS).Create(e.Ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	stsSettled := func() (bool, string) {
-		s, err := e.kube.AppsV1().StatefulSets(e.ns).Get(e.ctx, "db", metav1.GetOptions{})
+		s, err := e.Kube.AppsV1().StatefulSets(e.NS).Get(e.Ctx, "db", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -36,9 +36,9 @@ func TestNativeWorkloads(t *testing.T) {
 		return st.ObservedGeneration == s.Generation && st.UpdatedReplicas == 2 && st.ReadyReplicas == 2 && st.CurrentRevision == st.UpdateRevision,
 			fmt.Sprintf("%+v", st)
 	}
-	e.eventually("db ready", stsSettled)
+	e.Eventually("db ready", stsSettled)
 	e.ok("sts/db image updated: main=postgres:16 (was postgres:15)", "set", "image", "sts/db", "main=postgres:16")
-	e.eventually("db updated", stsSettled)
+	e.Eventually("db updated", stsSettled)
 	r := e.ok("main=postgres:16", "history", "sts/db")
 	if lines := strings.Split(strings.TrimSpace(r.Out), "\n"); len(lines) != 3 || !strings.Contains(lines[2], "*") {
 		t.Fatalf("history:\n%s", r.Out)
@@ -55,12 +55,12 @@ func TestNativeWorkloads(t *testing.T) {
 	d.Spec.Replicas = ptr.To[int32](2)
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: frontLabels}
 	d.Spec.Template = podTemplate(frontLabels, "nginx:1.26")
-	if _, err := e.kube.AppsV1().Deployments(e.ns).Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	revision := func(want string) func() (bool, string) {
 		return func() (bool, string) {
-			got, err := e.kube.AppsV1().Deployments(e.ns).Get(e.ctx, "front", metav1.GetOptions{})
+			got, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, "front", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -69,14 +69,14 @@ func TestNativeWorkloads(t *testing.T) {
 				fmt.Sprintf("revision %s status %+v", rev, got.Status)
 		}
 	}
-	e.eventually("front at revision 1", revision("1"))
+	e.Eventually("front at revision 1", revision("1"))
 	e.ok("deploy/front image updated: main=nginx:1.27 (was nginx:1.26)", "set", "image", "deploy/front", "main=nginx:1.27")
-	e.eventually("front at revision 2", revision("2"))
+	e.Eventually("front at revision 2", revision("2"))
 	e.ok("deploy/front paused", "pause", "deploy/front")
 	e.fails("deploy/front is paused: resume it", workload.Deployment, "front", "undo", "deploy/front")
 	e.ok("deploy/front resumed", "resume", "deploy/front")
 	e.ok("deploy/front rolled back to revision 1", "undo", "deploy/front")
-	e.eventually("front at revision 3 (the first template, renumbered)", revision("3"))
+	e.Eventually("front at revision 3 (the first template, renumbered)", revision("3"))
 	if img := image(e.get(workload.Deployment, "front"), "spec", "template"); img != "nginx:1.26" {
 		t.Fatalf("after undo the Deployment runs %s", img)
 	}

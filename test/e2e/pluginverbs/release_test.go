@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 // A whole canary release, as a release manager runs it: `kubectl workload status -w` is
@@ -30,11 +31,11 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 	stable.Spec.Replicas = ptr.To[int32](4)
 	stable.Spec.Selector = &metav1.LabelSelector{MatchLabels: stableLabels}
 	stable.Spec.Template = podTemplate(stableLabels, "nginx:1.26")
-	if _, err := e.kube.AppsV1().Deployments(e.ns).Create(e.ctx, stable, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, stable, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("4 available stable pods", func() (bool, string) {
-		d, err := e.kube.AppsV1().Deployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	e.Eventually("4 available stable pods", func() (bool, string) {
+		d, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -47,7 +48,7 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 	c.Spec.Canary.Template = podTemplate(map[string]string{"app": name, "track": "canary"}, "nginx:1.27")
 	c.Spec.Batches = ptr.To[int32](3)
 	c.Spec.PauseType = v1alpha1.PauseAll
-	if _, err := e.apps.AppsV1alpha1().Canaries(e.ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// status -w is started before the release begins: the agent is not running yet, so the
@@ -57,7 +58,7 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 
 	phase := func(want v1alpha1.CanaryPhase, batch int32) func() (bool, string) {
 		return func() (bool, string) {
-			got, err := e.apps.AppsV1alpha1().Canaries(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+			got, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -74,11 +75,11 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 			return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, prefix) }), strings.Join(lines, " | ")
 		}
 	}
-	e.eventually("status -w to print the Canary without status", printed(ref+" Progressing: waiting for the workload-agent to report status"))
+	e.Eventually("status -w to print the Canary without status", printed(ref+" Progressing: waiting for the workload-agent to report status"))
 	e.startAgent("canary")
 	for batch := int32(1); batch <= 2; batch++ {
-		e.eventually(fmt.Sprintf("paused at batch %d", batch), phase(v1alpha1.CanaryPaused, batch))
-		e.eventually(fmt.Sprintf("status -w to show the pause at batch %d", batch), printed(fmt.Sprintf("%s Paused: batch %d of 3,", ref, batch)))
+		e.Eventually(fmt.Sprintf("paused at batch %d", batch), phase(v1alpha1.CanaryPaused, batch))
+		e.Eventually(fmt.Sprintf("status -w to show the pause at batch %d", batch), printed(fmt.Sprintf("%s Paused: batch %d of 3,", ref, batch)))
 		// A one-shot status at the gate: paused is not done (exit 3), with a line per batch.
 		r := e.plugin("status", ref)
 		if r.Code != 3 || !strings.HasPrefix(r.Out, fmt.Sprintf("%s Paused: batch %d of 3,", ref, batch)) ||
@@ -88,7 +89,7 @@ func TestCanaryReleaseFollowedByStatusWatch(t *testing.T) {
 		e.ok(fmt.Sprintf("%s promoted: batch %d of 3 approved", ref, batch), "promote", ref)
 	}
 
-	code, stderr := follow.Wait(t, safety)
+	code, stderr := follow.Wait(t, e2eenv.Safety)
 	lines := follow.Lines()
 	if code != 0 || stderr != "" {
 		t.Fatalf("status -w exited %d (stderr %q) when the release ended; it printed:\n%s", code, stderr, strings.Join(lines, "\n"))

@@ -24,12 +24,12 @@ func TestTAppVerbs(t *testing.T) {
 	tapp.Spec.Replicas = ptr.To[int32](4)
 	tapp.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
 	tapp.Spec.Template = podTemplate(labels, "nginx:1.27")
-	if _, err := e.apps.AppsV1alpha1().TApps(e.ns).Create(e.ctx, tapp, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Apps.AppsV1alpha1().TApps(e.NS).Create(e.Ctx, tapp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ready := func(n int32) func() (bool, string) {
 		return func() (bool, string) {
-			got, err := e.apps.AppsV1alpha1().TApps(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+			got, err := e.Apps.AppsV1alpha1().TApps(e.NS).Get(e.Ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -40,16 +40,16 @@ func TestTAppVerbs(t *testing.T) {
 	}
 	podGone := func(name string) func() (bool, string) {
 		return func() (bool, string) {
-			_, err := e.kube.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+			_, err := e.Kube.CoreV1().Pods(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprintf("get %s: %v", name, err)
 		}
 	}
-	e.eventually("4 ready instances", ready(4))
+	e.Eventually("4 ready instances", ready(4))
 
 	e.ok("tapp/web instances 1, 3 killed", "kill-instance", "tapp/web", "3", "1")
-	e.eventually("pod web-1 deleted", podGone("web-1"))
-	e.eventually("pod web-3 deleted", podGone("web-3"))
-	e.eventually("2 ready instances", ready(2))
+	e.Eventually("pod web-1 deleted", podGone("web-1"))
+	e.Eventually("pod web-3 deleted", podGone("web-3"))
+	e.Eventually("2 ready instances", ready(2))
 	// get shows the killed instances without a pod, and how to start them.
 	tree := e.ok("tapp/web", "get", "tapp/web")
 	for _, id := range []string{"1", "3"} {
@@ -62,12 +62,12 @@ func TestTAppVerbs(t *testing.T) {
 	e.fails(`tapp/web: "-1" is not an instance id`, workload.TApp, "web", "kill-instance", "tapp/web", "--", "-1")
 
 	e.ok("tapp/web instance 1 started", "start-instance", "tapp/web", "1")
-	e.eventually("3 ready instances", ready(3))
+	e.Eventually("3 ready instances", ready(3))
 	if s := e.get(workload.TApp, "web").Object["spec"].(map[string]interface{})["statuses"]; !equalJSON(s, map[string]string{"3": "Killed"}) {
 		t.Fatalf("spec.statuses %v, want only 3 killed", s)
 	}
 	e.ok("tapp/web instance 3 started", "start-instance", "tapp/web", "3")
-	e.eventually("4 ready instances", ready(4))
+	e.Eventually("4 ready instances", ready(4))
 
 	// A server-side dry run is validated by the API server and changes nothing.
 	before := e.get(workload.TApp, "web")
@@ -81,7 +81,7 @@ func TestTAppVerbs(t *testing.T) {
 	e.ok("tapp/web image updated: main=nginx:1.28 (was nginx:1.27)", "set", "image", "tapp/web", "main=nginx:1.28")
 	updatedFrom := func(id int, want string) func() (bool, string) {
 		return func() (bool, string) {
-			pod, err := e.kube.CoreV1().Pods(e.ns).Get(e.ctx, fmt.Sprintf("web-%d", id), metav1.GetOptions{})
+			pod, err := e.Kube.CoreV1().Pods(e.NS).Get(e.Ctx, fmt.Sprintf("web-%d", id), metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -89,8 +89,8 @@ func TestTAppVerbs(t *testing.T) {
 		}
 	}
 	// Instances 2 and 3 move to the new image; the partition holds 0 and 1.
-	e.eventually("web-3 on nginx:1.28", updatedFrom(3, "nginx:1.28"))
-	e.eventually("web-2 on nginx:1.28", updatedFrom(2, "nginx:1.28"))
+	e.Eventually("web-3 on nginx:1.28", updatedFrom(3, "nginx:1.28"))
+	e.Eventually("web-2 on nginx:1.28", updatedFrom(2, "nginx:1.28"))
 	if ok, img := updatedFrom(0, "nginx:1.27")(); !ok {
 		t.Fatalf("web-0 runs %s although the partition holds it", img)
 	}
@@ -102,7 +102,7 @@ func TestTAppVerbs(t *testing.T) {
 	if img := image(e.get(workload.TApp, "web"), "spec", "template"); img != "nginx:1.27" {
 		t.Fatalf("after undo the template runs %s", img)
 	}
-	e.eventually("web-3 back on nginx:1.27", updatedFrom(3, "nginx:1.27"))
+	e.Eventually("web-3 back on nginx:1.27", updatedFrom(3, "nginx:1.27"))
 	// A second undo goes forward again.
 	e.ok("rolled back to its previous template", "undo", "tapp/web")
 	if img := image(e.get(workload.TApp, "web"), "spec", "template"); img != "nginx:1.28" {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -35,14 +34,13 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
 const (
 	serviceAccount = "workload-agent"
 	agentUser      = "system:serviceaccount:" + agentrbac.Namespace + ":" + serviceAccount
-	// waitTimeout bounds every wait; each one takes seconds on the local control plane.
-	waitTimeout = 2 * time.Minute
 )
 
 type env struct {
@@ -58,20 +56,10 @@ type env struct {
 // the audit log: no request refused, and the permissions used are exactly the granted ones but
 // for the allow-list.
 func TestAgentRBAC(t *testing.T) {
-	c := localcluster.Shared(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	ce := e2eenv.Clients(t)
+	ctx, cancel := context.WithTimeout(ce.Ctx, 15*time.Minute)
 	defer cancel()
-	e := &env{t: t, ctx: ctx, cluster: c}
-	var err error
-	if e.kube, err = kubernetes.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if e.apps, err = versioned.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if e.dyn, err = dynamic.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
+	e := &env{t: t, ctx: ctx, cluster: ce.Cluster, kube: ce.Kube, apps: ce.Apps, dyn: ce.Dyn}
 
 	e.installRBAC()
 	kubeconfig := e.agentKubeconfig()
@@ -153,7 +141,7 @@ func (e *env) startAgent(kubeconfig string, env ...string) *agentproc.Agent {
 		Args:       []string{"--leader-elect-namespace=" + agentrbac.Namespace},
 		Env:        env,
 	})
-	ctx, cancel := context.WithTimeout(e.ctx, waitTimeout)
+	ctx, cancel := context.WithTimeout(e.ctx, e2eenv.Safety)
 	defer cancel()
 	if err := a.WaitLeading(ctx); err != nil {
 		e.t.Fatalf("agent not leading: %v", err)
@@ -245,16 +233,12 @@ func (e *env) namespace(t *testing.T, name string) string {
 // waitFor polls cond until it holds; detail says where things stand when it does not.
 func waitFor(t *testing.T, ctx context.Context, what string, cond func(ctx context.Context) (ok bool, detail string)) {
 	t.Helper()
-	last, start := "not checked yet", time.Now()
+	start := time.Now()
 	defer func() { t.Logf("%5.1fs waiting for %s", time.Since(start).Seconds(), what) }()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	e2eenv.WaitFor(t, ctx, what, func(ctx context.Context) (bool, string, error) {
 		ok, detail := cond(ctx)
-		last = detail
-		return ok, nil
+		return ok, detail, nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
-	}
 }
 
 // waitRollout waits until the workload's rollout, as `kubectl workload status` reads it, is in
@@ -284,15 +268,7 @@ func (e *env) patch(t *testing.T, k workload.Kind, ns, name string, pt types.Pat
 // waitEvent waits for an Event of the agent about the object with the given reason.
 func (e *env) waitEvent(t *testing.T, ns, object, reason string) {
 	t.Helper()
-	waitFor(t, e.ctx, fmt.Sprintf("a %s Event about %s", reason, object), func(ctx context.Context) (bool, string) {
-		list, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.name=" + object + ",reason=" + reason,
-		})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(list.Items) > 0, fmt.Sprintf("%d events", len(list.Items))
-	})
+	e2eenv.WaitEvent(t, e.ctx, e.kube, ns, object, reason)
 }
 
 // waitCount waits until n objects of a list match.

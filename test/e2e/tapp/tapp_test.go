@@ -15,6 +15,7 @@ import (
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 func TestScale(t *testing.T) {
@@ -25,7 +26,7 @@ func TestScale(t *testing.T) {
 	for i, n := range steps {
 		if i == len(steps)-1 {
 			// The last step goes through the scale subresource, as kubectl scale and the HPA do.
-			scale, err := e.apps.AppsV1alpha1().TApps(e.ns).GetScale(e.ctx, "web", metav1.GetOptions{})
+			scale, err := e.Apps.AppsV1alpha1().TApps(e.NS).GetScale(e.Ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +34,7 @@ func TestScale(t *testing.T) {
 				t.Errorf("scale status %+v, want 5 replicas and selector app=web", scale.Status)
 			}
 			scale.Spec.Replicas = int32(n)
-			if _, err := e.apps.AppsV1alpha1().TApps(e.ns).UpdateScale(e.ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+			if _, err := e.Apps.AppsV1alpha1().TApps(e.NS).UpdateScale(e.Ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -73,11 +74,11 @@ func TestKillAndStartKeepNameAndClaim(t *testing.T) {
 	e.create(tp)
 	// This control plane runs no volume binder, so the claims stay Pending and so do the pods:
 	// the test is about identity, not readiness.
-	e.eventually("5 pods with their claims", func() (bool, string) {
+	e.Eventually("5 pods with their claims", func() (bool, string) {
 		pods := e.pods("db")
 		return len(pods) == 5, fmt.Sprintf("%d pods", len(pods))
 	})
-	claim, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, "data-db-3", metav1.GetOptions{})
+	claim, err := e.Kube.CoreV1().PersistentVolumeClaims(e.NS).Get(e.Ctx, "data-db-3", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,17 +87,17 @@ func TestKillAndStartKeepNameAndClaim(t *testing.T) {
 	e.update("db", func(tp *appsv1alpha1.TApp) {
 		tp.Spec.Statuses = map[string]appsv1alpha1.InstanceDesiredStatus{"3": appsv1alpha1.InstanceKilled}
 	})
-	e.eventually("instance 3 killed", func() (bool, string) {
+	e.Eventually("instance 3 killed", func() (bool, string) {
 		tp, pods := e.get("db"), e.pods("db")
 		s := tp.Status.Statuses["3"]
 		return pods["db-3"] == nil && len(pods) == 4 && s == appsv1alpha1.InstanceKilledNow, fmt.Sprintf("%d pods, statuses[3]=%s", len(pods), s)
 	})
-	if c, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, "data-db-3", metav1.GetOptions{}); err != nil || c.UID != claim.UID {
+	if c, err := e.Kube.CoreV1().PersistentVolumeClaims(e.NS).Get(e.Ctx, "data-db-3", metav1.GetOptions{}); err != nil || c.UID != claim.UID {
 		t.Fatalf("claim of the killed instance: %v (uid %v, was %v)", err, c.UID, claim.UID)
 	}
 
 	e.update("db", func(tp *appsv1alpha1.TApp) { tp.Spec.Statuses = nil })
-	e.eventually("instance 3 started again", func() (bool, string) {
+	e.Eventually("instance 3 started again", func() (bool, string) {
 		p := e.pods("db")["db-3"]
 		return p != nil && p.UID != before.UID, fmt.Sprintf("pod %v", p != nil)
 	})
@@ -110,7 +111,7 @@ func TestKillAndStartKeepNameAndClaim(t *testing.T) {
 	if claimName != "data-db-3" || p.Spec.Hostname != "db-3" || p.Spec.Subdomain != "db" {
 		t.Errorf("restarted pod: claim %q hostname %q subdomain %q", claimName, p.Spec.Hostname, p.Spec.Subdomain)
 	}
-	if c, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, "data-db-3", metav1.GetOptions{}); err != nil || c.UID != claim.UID {
+	if c, err := e.Kube.CoreV1().PersistentVolumeClaims(e.NS).Get(e.Ctx, "data-db-3", metav1.GetOptions{}); err != nil || c.UID != claim.UID {
 		t.Fatalf("claim after restart: %v", err)
 	}
 }
@@ -196,13 +197,13 @@ func TestPartitionUpdatesOnlyHighIDs(t *testing.T) {
 	oldHash := before["web-0"].Labels[appsv1alpha1.LabelTemplateHash]
 
 	e.update("web", func(tp *appsv1alpha1.TApp) { tp.Spec.Template.Spec.Containers[0].Image = "registry.invalid/app:v2" })
-	e.eventually("ids 15 to 19 updated", func() (bool, string) {
+	e.Eventually("ids 15 to 19 updated", func() (bool, string) {
 		tp, pods := e.get("web"), e.pods("web")
 		c := meta.FindStatusCondition(tp.Status.Conditions, "Progressing")
 		done := 0
 		for id := 15; id < 20; id++ {
 			p := pods[fmt.Sprintf("web-%d", id)]
-			if p != nil && podReady(p) && strings.Contains(images(p), "app:v2") {
+			if p != nil && e2eenv.PodReady(p) && strings.Contains(images(p), "app:v2") {
 				done++
 			}
 		}
@@ -241,12 +242,12 @@ func TestPauseStopsAndResumeFinishes(t *testing.T) {
 	}
 
 	e.update("web", func(tp *appsv1alpha1.TApp) { tp.Spec.Template.Spec.Containers[0].Image = "registry.invalid/app:v2" })
-	e.eventually("rollout under way", func() (bool, string) {
+	e.Eventually("rollout under way", func() (bool, string) {
 		n := updated()
 		return n >= 2, fmt.Sprintf("%d updated", n)
 	})
 	e.update("web", func(tp *appsv1alpha1.TApp) { tp.Spec.UpdateStrategy.Paused = true })
-	e.eventually("paused", func() (bool, string) {
+	e.Eventually("paused", func() (bool, string) {
 		tp := e.get("web")
 		c := meta.FindStatusCondition(tp.Status.Conditions, "Progressing")
 		return tp.Status.ObservedGeneration == tp.Generation && c != nil && c.Reason == "RolloutPaused", fmt.Sprintf("%+v", c)
@@ -275,7 +276,7 @@ func TestAgentKilledMidRolloutFinishes(t *testing.T) {
 	w := e.watchInvariants("web", 20, 2)
 
 	e.update("web", func(tp *appsv1alpha1.TApp) { tp.Spec.Template.Spec.Containers[0].Command = []string{"serve", "--v2"} })
-	e.eventually("rollout under way", func() (bool, string) {
+	e.Eventually("rollout under way", func() (bool, string) {
 		n := 0
 		for _, p := range e.pods("web") {
 			if p.Labels[appsv1alpha1.LabelTemplateHash] != oldHash {
@@ -292,7 +293,7 @@ func TestAgentKilledMidRolloutFinishes(t *testing.T) {
 
 func TestLeaderElectionFailover(t *testing.T) {
 	e := setup(t)
-	args := []string{"--leader-elect=true", "--leader-elect-id=tapp-e2e-" + e.ns,
+	args := []string{"--leader-elect=true", "--leader-elect-id=tapp-e2e-" + e.NS,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
 	agents := []*agentproc.Agent{e.startAgent(args...), e.startAgent(args...)}
 	leaderOf := func() (int, string) {
@@ -302,7 +303,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 				state += fmt.Sprintf(" agent%d exited", i)
 				continue
 			}
-			v, _, err := a.Sample(e.ctx, "workload_agent_leader", nil)
+			v, _, err := a.Sample(e.Ctx, "workload_agent_leader", nil)
 			state += fmt.Sprintf(" agent%d leader=%v err=%v", i, v, err)
 			if v == 1 {
 				if leaders >= 0 {
@@ -314,7 +315,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 		return leaders, state
 	}
 	var leader int
-	e.eventually("one leader", func() (bool, string) {
+	e.Eventually("one leader", func() (bool, string) {
 		var state string
 		leader, state = leaderOf()
 		return leader >= 0, state
@@ -322,7 +323,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	e.create(newTApp("web", 3))
 	e.waitSettled("web", 3)
 	reconciles := func(a *agentproc.Agent) float64 {
-		v, _, err := a.Sample(e.ctx, "workload_agent_reconcile_total", map[string]string{"controller": "tapp"})
+		v, _, err := a.Sample(e.Ctx, "workload_agent_reconcile_total", map[string]string{"controller": "tapp"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +339,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 
 	agents[leader].Kill()
 	killed := time.Now()
-	e.eventually("standby takes over", func() (bool, string) {
+	e.Eventually("standby takes over", func() (bool, string) {
 		l, state := leaderOf()
 		return l == 1-leader, state
 	})

@@ -1,34 +1,24 @@
 package uniteddeployment
 
 import (
-	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
-
-// safety bounds every wait so that a broken controller fails the test instead of hanging it;
-// none of them is a performance target.
-const safety = 3 * time.Minute
 
 // Subset workload kinds, as the tests name them.
 const (
@@ -40,67 +30,25 @@ const (
 var zones = []string{"zone-a", "zone-b", "zone-c"}
 
 type env struct {
-	t        *testing.T
-	ctx      context.Context
-	kube     *kubernetes.Clientset
-	apps     versioned.Interface
-	ns       string
+	*e2eenv.Env
 	nodeZone map[string]string
 }
 
 // setup creates a namespace (deleted after the test) and clients.
 func setup(t *testing.T) *env {
 	t.Helper()
-	c := localcluster.Shared(t)
-	kube, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
+	e := &env{Env: e2eenv.Setup(t), nodeZone: map[string]string{}}
+	for _, n := range e.Cluster.Nodes {
+		e.nodeZone[n.Name] = n.Zone
 	}
-	apps, err := versioned.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	nodeZone := map[string]string{}
-	for _, n := range c.Nodes {
-		nodeZone[n.Name] = n.Zone
-	}
-	return &env{t: t, ctx: t.Context(), kube: kube, apps: apps, ns: ns.Name, nodeZone: nodeZone}
+	return e
 }
 
-// klogError matches klog's error lines ("E1121 06:51:23.123456 …").
-var klogError = regexp.MustCompile(`(?m)^E\d{4} .*$`)
-
 // startAgent runs a workload-agent with the UnitedDeployment and TApp controllers, scoped to the
-// test's namespace. When the test ends, it fails if the agent logged an error: a clean run logs
-// none (conflicts with a cache that lags are retried quietly).
+// test's namespace. When the test ends, it fails if the agent logged an error.
 func (e *env) startAgent() *agentproc.Agent {
-	e.t.Helper()
-	args := []string{"--namespace=" + e.ns, "--controllers=tapp,uniteddeployment", "--leader-elect=false"}
-	a := agentproc.Start(e.t, agentproc.Options{Kubeconfig: localcluster.Shared(e.t).Kubeconfig, Args: args})
-	ctx, cancel := context.WithTimeout(e.ctx, safety)
-	defer cancel()
-	if err := a.WaitReady(ctx); err != nil {
-		e.t.Fatalf("agent not ready: %v\n%s", err, a.LogTail(8<<10))
-	}
-	e.t.Cleanup(func() {
-		for _, line := range klogError.FindAllString(a.Log(), 20) {
-			e.t.Errorf("agent logged an error: %s", line)
-		}
-	})
-	return a
+	e.T.Helper()
+	return e.StartAgent("tapp,uniteddeployment")
 }
 
 // zoneSubset is a subset pinned to the zone of the same name.
@@ -173,36 +121,19 @@ func newUD(name, kind string, replicas int32) *appsv1alpha1.UnitedDeployment {
 }
 
 func (e *env) create(ud *appsv1alpha1.UnitedDeployment) {
-	e.t.Helper()
-	if _, err := e.apps.AppsV1alpha1().UnitedDeployments(e.ns).Create(e.ctx, ud, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
+	e.T.Helper()
+	e2eenv.Create(e.T, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), ud)
 }
 
 // update applies mutate to the current UnitedDeployment, retrying on conflicts.
 func (e *env) update(name string, mutate func(*appsv1alpha1.UnitedDeployment)) {
-	e.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ud, err := e.apps.AppsV1alpha1().UnitedDeployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(ud)
-		_, err = e.apps.AppsV1alpha1().UnitedDeployments(e.ns).Update(e.ctx, ud, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	e.T.Helper()
+	e2eenv.Update(e.T, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), name, mutate)
 }
 
 func (e *env) get(name string) *appsv1alpha1.UnitedDeployment {
-	e.t.Helper()
-	ud, err := e.apps.AppsV1alpha1().UnitedDeployments(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ud
+	e.T.Helper()
+	return e2eenv.Get(e.T, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), name)
 }
 
 // workload is a subset workload of any kind.
@@ -223,26 +154,26 @@ func toWorkload(kind string, m metav1.Object, replicas *int32) workload {
 
 // workloads lists the subset workloads of a UnitedDeployment, of every kind.
 func (e *env) workloads(name string) []workload {
-	e.t.Helper()
+	e.T.Helper()
 	opts := metav1.ListOptions{LabelSelector: appsv1alpha1.LabelUnitedDeploymentName + "=" + name}
 	var out []workload
-	sets, err := e.kube.AppsV1().StatefulSets(e.ns).List(e.ctx, opts)
+	sets, err := e.Kube.AppsV1().StatefulSets(e.NS).List(e.Ctx, opts)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for i := range sets.Items {
 		out = append(out, toWorkload(StatefulSet, &sets.Items[i], sets.Items[i].Spec.Replicas))
 	}
-	deps, err := e.kube.AppsV1().Deployments(e.ns).List(e.ctx, opts)
+	deps, err := e.Kube.AppsV1().Deployments(e.NS).List(e.Ctx, opts)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for i := range deps.Items {
 		out = append(out, toWorkload(Deployment, &deps.Items[i], deps.Items[i].Spec.Replicas))
 	}
-	tapps, err := e.apps.AppsV1alpha1().TApps(e.ns).List(e.ctx, opts)
+	tapps, err := e.Apps.AppsV1alpha1().TApps(e.NS).List(e.Ctx, opts)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for i := range tapps.Items {
 		out = append(out, toWorkload(TApp, &tapps.Items[i], tapps.Items[i].Spec.Replicas))
@@ -253,10 +184,10 @@ func (e *env) workloads(name string) []workload {
 
 // pods lists the live (not terminating, not finished) pods of a UnitedDeployment.
 func (e *env) pods(name string) []*corev1.Pod {
-	e.t.Helper()
-	list, err := e.kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: appsv1alpha1.LabelUnitedDeploymentName + "=" + name})
+	e.T.Helper()
+	list, err := e.Kube.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: appsv1alpha1.LabelUnitedDeploymentName + "=" + name})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var out []*corev1.Pod
 	for i := range list.Items {
@@ -271,15 +202,6 @@ func podLive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // podOwnerKind is the kind of the controller of a pod's workload (a Deployment's pods belong to
 // a ReplicaSet).
 func podOwnerKind(kind string) string {
@@ -287,20 +209,6 @@ func podOwnerKind(kind string) string {
 		return "ReplicaSet"
 	}
 	return kind
-}
-
-// eventually polls cond until it holds; on timeout the test fails with the last state.
-func (e *env) eventually(what string, cond func() (bool, string)) {
-	e.t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(e.ctx, 250*time.Millisecond, safety, true, func(context.Context) (bool, error) {
-		ok, state := cond()
-		last = state
-		return ok, nil
-	})
-	if err != nil {
-		e.t.Fatalf("%s: %v; last state: %s", what, err, last)
-	}
 }
 
 func total(want map[string]int32) int32 {
@@ -317,9 +225,9 @@ func total(want map[string]int32) int32 {
 // its replicas, no other workload is left, and each subset's pods are live, ready, on the updated
 // revision, run by that workload and scheduled in the subset's zone.
 func (e *env) waitSettled(name, kind string, want map[string]int32) *appsv1alpha1.UnitedDeployment {
-	e.t.Helper()
+	e.T.Helper()
 	var ud *appsv1alpha1.UnitedDeployment
-	e.eventually(fmt.Sprintf("UnitedDeployment %s settled at %v", name, want), func() (bool, string) {
+	e.Eventually(fmt.Sprintf("UnitedDeployment %s settled at %v", name, want), func() (bool, string) {
 		ud = e.get(name)
 		st := ud.Status
 		state := fmt.Sprintf("status gen %d/%d replicas %d ready %d updated %d updatedReady %d revisions %s→%s subsets %+v conditions %s",
@@ -360,11 +268,11 @@ func (e *env) waitSettled(name, kind string, want map[string]int32) *appsv1alpha
 		for _, p := range e.pods(name) {
 			subset := p.Labels[appsv1alpha1.LabelSubsetName]
 			ref := metav1.GetControllerOf(p)
-			if !podReady(p) || p.Labels[appsv1alpha1.LabelRevision] != st.UpdatedRevision || ref == nil || ref.Kind != podOwnerKind(kind) {
+			if !e2eenv.PodReady(p) || p.Labels[appsv1alpha1.LabelRevision] != st.UpdatedRevision || ref == nil || ref.Kind != podOwnerKind(kind) {
 				return false, state + fmt.Sprintf("; pod %s not ready or not updated", p.Name)
 			}
 			if z := e.nodeZone[p.Spec.NodeName]; z != subset {
-				e.t.Fatalf("pod %s of subset %s runs on node %q in zone %q", p.Name, subset, p.Spec.NodeName, z)
+				e.T.Fatalf("pod %s of subset %s runs on node %q in zone %q", p.Name, subset, p.Spec.NodeName, z)
 			}
 			got[subset]++
 		}
@@ -393,46 +301,19 @@ func conditions(cs []metav1.Condition) string {
 // and TApps, which replace a pod only after the old one is gone). Pods of a previous template
 // kind are counted apart, so a kind switch may run both kinds' pods side by side.
 type surgeWatcher struct {
-	mu         sync.Mutex
-	allowed    map[string]int32
-	violations []string
-	events     int
-	reported   bool
-	cancel     context.CancelFunc
-	done       chan struct{}
+	*e2eenv.PodWatcher
+	mu      sync.Mutex
+	allowed map[string]int32
 }
 
+// watchSurge starts a surgeWatcher; it is verified at the end of the test in any case, and a
+// test calls verify to check before it goes on.
 func (e *env) watchSurge(name string, allowed map[string]int32) *surgeWatcher {
-	e.t.Helper()
-	ctx, cancel := context.WithCancel(e.ctx)
-	sw := &surgeWatcher{allowed: map[string]int32{}, cancel: cancel, done: make(chan struct{})}
+	e.T.Helper()
+	sw := &surgeWatcher{allowed: map[string]int32{}}
 	sw.allow(allowed)
-	w, err := e.kube.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{LabelSelector: appsv1alpha1.LabelUnitedDeploymentName + "=" + name})
-	if err != nil {
-		cancel()
-		e.t.Fatal(err)
-	}
-	pods := map[string]*corev1.Pod{}
-	go func() {
-		defer close(sw.done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			switch ev.Type {
-			case watch.Deleted:
-				delete(pods, string(p.UID))
-			case watch.Added, watch.Modified:
-				pods[string(p.UID)] = p
-			default:
-				continue
-			}
-			sw.check(pods)
-		}
-	}()
-	e.t.Cleanup(func() { sw.verify(e.t) })
+	sw.PodWatcher = e.WatchPods("surge", appsv1alpha1.LabelUnitedDeploymentName+"="+name, sw.check)
+	e.T.Cleanup(func() { sw.verify(e.T) })
 	return sw
 }
 
@@ -446,10 +327,10 @@ func (sw *surgeWatcher) allow(allowed map[string]int32) {
 	}
 }
 
-func (sw *surgeWatcher) check(pods map[string]*corev1.Pod) {
+func (sw *surgeWatcher) check(pods map[types.UID]*corev1.Pod) []string {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	sw.events++
+	var violations []string
 	type key struct{ subset, owner string }
 	live := map[key][]string{}
 	for _, p := range pods {
@@ -466,7 +347,7 @@ func (sw *surgeWatcher) check(pods map[string]*corev1.Pod) {
 	for k, names := range live {
 		allowed, ok := sw.allowed[k.subset]
 		if !ok {
-			sw.violations = append(sw.violations, fmt.Sprintf("pods %v belong to subset %q, which was never allocated", names, k.subset))
+			violations = append(violations, fmt.Sprintf("pods %v belong to subset %q, which was never allocated", names, k.subset))
 			continue
 		}
 		surge := int32(0)
@@ -475,48 +356,15 @@ func (sw *surgeWatcher) check(pods map[string]*corev1.Pod) {
 		}
 		if int32(len(names)) > allowed+surge {
 			sort.Strings(names)
-			sw.violations = append(sw.violations, fmt.Sprintf("subset %s runs %d live pods owned by a %s, more than its %d replicas + %d surge: %v",
+			violations = append(violations, fmt.Sprintf("subset %s runs %d live pods owned by a %s, more than its %d replicas + %d surge: %v",
 				k.subset, len(names), k.owner, allowed, surge, names))
 		}
 	}
+	return violations
 }
 
-func (sw *surgeWatcher) stop() {
-	sw.cancel()
-	<-sw.done
-}
-
-// report fails the test with the violations seen so far, without stopping the watcher.
-func (sw *surgeWatcher) report(t *testing.T) {
-	t.Helper()
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	for _, v := range sw.violations {
-		t.Error(v)
-	}
-	sw.violations = nil
-}
-
-// verify stops the watcher and fails the test with every violation it saw. It runs at the end
-// of the test in any case; a test calls it to check before it goes on.
+// verify stops the watcher and fails the test with every violation it saw.
 func (sw *surgeWatcher) verify(t *testing.T) {
 	t.Helper()
-	sw.stop()
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.reported {
-		return
-	}
-	sw.reported = true
-	if sw.events == 0 {
-		t.Fatal("the surge watcher saw no pod event")
-	}
-	for i, v := range sw.violations {
-		if i == 10 {
-			t.Errorf("… and %d more", len(sw.violations)-10)
-			break
-		}
-		t.Error(v)
-	}
-	t.Logf("surge watcher: %d pod events", sw.events)
+	sw.Verify(t)
 }

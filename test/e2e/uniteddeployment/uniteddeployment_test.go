@@ -49,7 +49,7 @@ func TestExplicitSubsetReplicas(t *testing.T) {
 	e.update("web", func(ud *appsv1alpha1.UnitedDeployment) {
 		ud.Spec.Topology.Subsets[1].Replicas = ptr.To(intstr.FromInt32(6))
 	})
-	e.eventually("InvalidReplicas reported", func() (bool, string) {
+	e.Eventually("InvalidReplicas reported", func() (bool, string) {
 		ud := e.get("web")
 		c := findCondition(ud, appsv1alpha1.SubsetFailure)
 		return ud.Status.ObservedGeneration == ud.Generation && c != nil && c.Status == metav1.ConditionTrue && c.Reason == "InvalidReplicas",
@@ -102,7 +102,7 @@ func TestPartitionedRollout(t *testing.T) {
 				ud.Spec.UpdateStrategy.ManualUpdate = &appsv1alpha1.ManualUpdate{Partitions: map[string]int32{"zone-a": 0, "zone-b": 3, "zone-c": 1000}}
 			})
 			var rev2 string
-			e.eventually("zone-a updated, zone-b and zone-c held", func() (bool, string) {
+			e.Eventually("zone-a updated, zone-b and zone-c held", func() (bool, string) {
 				ud := e.get("web")
 				rev2 = ud.Status.UpdatedRevision
 				revs := e.podsByRevision("web")
@@ -170,8 +170,8 @@ func TestScaleSubresource(t *testing.T) {
 	e.create(newUD("web", StatefulSet, 10))
 	e.waitSettled("web", StatefulSet, evenTen)
 
-	uds := e.apps.AppsV1alpha1().UnitedDeployments(e.ns)
-	sc, err := uds.GetScale(e.ctx, "web", metav1.GetOptions{})
+	uds := e.Apps.AppsV1alpha1().UnitedDeployments(e.NS)
+	sc, err := uds.GetScale(e.Ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,24 +182,24 @@ func TestScaleSubresource(t *testing.T) {
 	up := map[string]int32{"zone-a": 4, "zone-b": 4, "zone-c": 5}
 	w.allow(up)
 	sc.Spec.Replicas = 13
-	if _, err := uds.UpdateScale(e.ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
+	if _, err := uds.UpdateScale(e.Ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitSettled("web", StatefulSet, up)
 
 	// Down to 6.
-	sc, err = uds.GetScale(e.ctx, "web", metav1.GetOptions{})
+	sc, err = uds.GetScale(e.Ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc.Spec.Replicas = 6
-	if _, err := uds.UpdateScale(e.ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
+	if _, err := uds.UpdateScale(e.Ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	down := map[string]int32{"zone-a": 2, "zone-b": 2, "zone-c": 2}
 	e.waitSettled("web", StatefulSet, down)
 	w.allow(down)
-	if sc, err = uds.GetScale(e.ctx, "web", metav1.GetOptions{}); err != nil || sc.Status.Replicas != 6 {
+	if sc, err = uds.GetScale(e.Ctx, "web", metav1.GetOptions{}); err != nil || sc.Status.Replicas != 6 {
 		t.Fatalf("scale %+v, %v", sc, err)
 	}
 	w.verify(t)
@@ -221,7 +221,7 @@ func TestAgentRestartMidRollout(t *testing.T) {
 		ud.Spec.UpdateStrategy.ManualUpdate = &appsv1alpha1.ManualUpdate{Partitions: map[string]int32{"zone-b": 3, "zone-c": 3}}
 	})
 	// Kill the agent as soon as the rollout has started, while zone-a may still be rolling.
-	e.eventually("rollout started", func() (bool, string) {
+	e.Eventually("rollout started", func() (bool, string) {
 		ud := e.get("web")
 		return ud.Status.UpdatedRevision != rev1 && ud.Status.ObservedGeneration == ud.Generation, fmt.Sprintf("%+v", ud.Status)
 	})
@@ -234,7 +234,7 @@ func TestAgentRestartMidRollout(t *testing.T) {
 
 	// Kill it once more in the middle of the second part if the rollout is slow enough to catch.
 	rev2 := e.get("web").Status.UpdatedRevision
-	e.eventually("second part started", func() (bool, string) {
+	e.Eventually("second part started", func() (bool, string) {
 		revs := e.podsByRevision("web")
 		n := revs["zone-b"][rev2] + revs["zone-c"][rev2]
 		return n > 0, fmt.Sprintf("%v", revs)

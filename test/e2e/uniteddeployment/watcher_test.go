@@ -22,8 +22,8 @@ func TestSurgeWatcherCounts(t *testing.T) {
 		}
 		return p
 	}
-	pods := map[string]*corev1.Pod{}
-	add := func(p *corev1.Pod) { pods[p.Name] = p }
+	pods := map[types.UID]*corev1.Pod{}
+	add := func(p *corev1.Pod) { pods[p.UID] = p }
 	sw := &surgeWatcher{allowed: map[string]int32{"zone-a": 2, "zone-b": 4}}
 
 	add(pod("a0", "zone-a", "StatefulSet", false))
@@ -34,16 +34,14 @@ func TestSurgeWatcherCounts(t *testing.T) {
 	for _, n := range []string{"b0", "b1", "b2", "b3", "b4"} { // 4 + 25% surge (1)
 		add(pod(n, "zone-b", "ReplicaSet", false))
 	}
-	sw.check(pods)
-	if len(sw.violations) != 0 {
-		t.Fatalf("violations %v", sw.violations)
+	if violations := sw.check(pods); len(violations) != 0 {
+		t.Fatalf("violations %v", violations)
 	}
 
 	add(pod("a3", "zone-a", "StatefulSet", false))
 	add(pod("b5", "zone-b", "ReplicaSet", false))
 	add(pod("c0", "zone-c", "StatefulSet", false))
-	sw.check(pods)
-	got := strings.Join(sw.violations, "\n")
+	got := strings.Join(sw.check(pods), "\n")
 	for _, want := range []string{
 		"subset zone-a runs 3 live pods owned by a StatefulSet, more than its 2 replicas + 0 surge",
 		"subset zone-b runs 6 live pods owned by a ReplicaSet, more than its 4 replicas + 1 surge",

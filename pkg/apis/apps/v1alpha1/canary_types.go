@@ -21,6 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="Progressing, Paused, Completed, RollingBack, RolledBack or Degraded"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1,description="What the release is doing or waiting for"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: the canary Deployment carries it as the value of label apps.workload.dev/canary"
 type Canary struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
@@ -119,18 +120,21 @@ type CanarySpec struct {
 
 // StableRef names the stable Deployment.
 type StableRef struct {
-	// Name of the stable Deployment.
+	// Name of the stable Deployment: a Deployment name (DNS-1123 subdomain).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="stableRef.name must be a valid Deployment name (DNS-1123 subdomain): lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 
 // CanaryTarget is the canary Deployment: created and owned by the Canary.
 type CanaryTarget struct {
 	// Name of the canary Deployment. It must not be the stable Deployment, nor a Deployment that
-	// this Canary does not own.
+	// this Canary does not own. A Deployment name (DNS-1123 subdomain): the API server would
+	// refuse any other only when the controller creates the Deployment.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="canary.name must be a valid Deployment name (DNS-1123 subdomain): lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 
 	// Template is the pod template of the canary Deployment.

@@ -1,7 +1,6 @@
 package uniteddeployment
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -45,34 +44,10 @@ type SubsetSpec struct {
 	Revision string
 	// SubsetHash is the hash of Subset's nodeSelectorTerm and tolerations.
 	SubsetHash string
-	// ApplyTemplate tells Update to write spec.template (with the subset's topology) and Revision
-	// into the workload. When false, only replicas, partition and paused are written and the
-	// workload keeps the template it has.
+	// ApplyTemplate tells Build to write spec.template (with the subset's topology) and Revision
+	// into an existing workload. When false, only replicas, partition and paused are written and
+	// the workload keeps the template it has. A new workload always gets the template.
 	ApplyTemplate bool
-}
-
-// Adapter creates, updates and deletes the subset workloads of one kind. The controller picks
-// the adapter of the kind its spec.template asks for, and uses the others only to find and delete
-// workloads left from a previous template kind.
-type Adapter interface {
-	// Kind is the workload kind, for example "StatefulSet".
-	Kind() string
-	// Selected reports whether ud's spec.template asks for this kind.
-	Selected(ud *appsv1alpha1.UnitedDeployment) bool
-	// PodOwnerKind is the kind of the direct owner of the workload's pods (ReplicaSet for a
-	// Deployment).
-	PodOwnerKind() string
-	// List returns, from the informer cache, the workloads of this kind controlled by ud that are
-	// not being deleted.
-	List(ud *appsv1alpha1.UnitedDeployment) ([]*Subset, error)
-	// Create creates the workload of a subset from ud's spec.template, named from generateName
-	// <ud>-<subset>-. spec.ApplyTemplate is ignored (a new workload always gets the template).
-	Create(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, spec *SubsetSpec) (metav1.Object, error)
-	// Update brings an existing workload to spec. It returns false, without writing, when the
-	// workload already matches.
-	Update(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, existing *Subset, spec *SubsetSpec) (bool, error)
-	// Delete deletes a workload (guarded by its UID); a workload already gone is not an error.
-	Delete(ctx context.Context, s *Subset) error
 }
 
 // subsetPrefix is the generateName of a subset's workloads.

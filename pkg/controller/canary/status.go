@@ -1,0 +1,156 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+)
+
+// failure is a write the API server refused, as the Canary's Degraded condition shows it.
+type failure struct{ reason, message string }
+
+// computeStatus is the Canary's status after a plan, with fail the write refused while carrying
+// it out (nil when none was).
+func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
+	st := *r.status.DeepCopy()
+	cn := r.canary
+	st.ObservedGeneration = cn.Generation
+	st.Phase, st.Message = r.phase, r.message
+	degraded, reason := r.degraded, r.reason
+	if fail != nil {
+		degraded, reason = true, fail.reason
+		st.Phase, st.Message = v1alpha1.CanaryDegraded, fail.message
+	}
+
+	st.CanaryReplicas, st.CanaryAvailable = 0, 0
+	if r.canaryDep != nil {
+		st.CanaryReplicas = replicasOf(r.canaryDep)
+		st.CanaryAvailable = r.canaryAvailable()
+	}
+	st.StableReplicas, st.StableAvailable = 0, 0
+	if r.stable != nil {
+		st.StableReplicas = replicasOf(r.stable)
+		st.StableAvailable = r.stable.Status.AvailableReplicas
+	}
+
+	cond := func(t string, s metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: message,
+			ObservedGeneration: cn.Generation, LastTransitionTime: r.now,
+		})
+	}
+	switch {
+	case r.degraded:
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, st.Message)
+		cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "the controller cannot act on this Canary: see the Degraded condition")
+	case degraded:
+		// A refused write: Progressing keeps what the release is doing (and retrying).
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, st.Message)
+		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), r.reason, r.message)
+	default:
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "the stable and canary Deployments are as expected")
+		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), reason, st.Message)
+	}
+	available := st.CanaryAvailable + st.StableAvailable
+	msg := fmt.Sprintf("%d of %d pods available (stable %d, canary %d)", available, cn.Spec.Replicas, st.StableAvailable, st.CanaryAvailable)
+	if available >= cn.Spec.Replicas {
+		cond(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonReplicasAvailable, msg)
+	} else {
+		cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonReplicasUnavailable, msg)
+	}
+	return st
+}
+
+// progressingStatus is the Progressing condition's status in a phase.
+func progressingStatus(phase v1alpha1.CanaryPhase) metav1.ConditionStatus {
+	if phase == v1alpha1.CanaryProgressing || phase == v1alpha1.CanaryRollingBack {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// writtenStatus is the controller's last status write of a Canary: bases are the versions the
+// cache may still hold from before it (the version the sync read and those its own metadata
+// patches made), canary is what the write returned.
+type writtenStatus struct {
+	bases  []string
+	canary *v1alpha1.Canary
+}
+
+// lastWritten returns a copy of the Canary to work from: the cached one, or the controller's own
+// last status write while the cache holds a version from before it (otherwise every sync in
+// that window would act on a batch state already left, and its status write would conflict).
+// It also returns the versions the cache may hold from before the status write of this sync.
+func (c *Controller) lastWritten(cached *v1alpha1.Canary) (*v1alpha1.Canary, []string) {
+	key := expectations.ObjectKey(cached)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.written[key]; ok {
+		if slices.Contains(w.bases, cached.ResourceVersion) {
+			cn := w.canary.DeepCopy()
+			return cn, append(slices.Clone(w.bases), cn.ResourceVersion)
+		}
+		delete(c.written, key)
+	}
+	return cached.DeepCopy(), []string{cached.ResourceVersion}
+}
+
+// updateStatus writes status through the status subresource when it differs from cn's (cn is
+// the Canary the sync worked from, with the resourceVersion of its last write).
+func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, bases []string, status v1alpha1.CanaryStatus) error {
+	key := expectations.ObjectKey(cn)
+	if equality.Semantic.DeepEqual(cn.Status, status) {
+		c.mu.Lock()
+		if w, ok := c.written[key]; ok {
+			w.bases = bases
+			c.written[key] = w
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	cp := cn.DeepCopy()
+	cp.Status = status
+	out, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		delete(c.written, key)
+		return fmt.Errorf("updating status of Canary %s: %w", key, err)
+	}
+	c.written[key] = writtenStatus{bases: bases, canary: out.DeepCopy()}
+	return nil
+}
+
+// reportStatusRefused makes a status the API server refused (for a reason other than a stale
+// read or a deleted Canary) visible: a Warning Event, and the Canary's last status with the
+// refusal as its Degraded condition, which is small and was accepted before.
+func (c *Controller) reportStatusRefused(ctx context.Context, cn *v1alpha1.Canary, now metav1.Time, err error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return
+	}
+	msg := err.Error()
+	c.Recorder.Eventf(cn, corev1.EventTypeWarning, v1alpha1.ReasonFailedUpdate, "%s", msg)
+	cp := cn.DeepCopy()
+	cp.Status.Phase, cp.Status.Message = v1alpha1.CanaryDegraded, msg
+	meta.SetStatusCondition(&cp.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonFailedUpdate,
+		Message: msg, ObservedGeneration: cn.Generation, LastTransitionTime: now,
+	})
+	_, _ = c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+}
+
+// forgetStatus drops the record of the last status write of a Canary.
+func (c *Controller) forgetStatus(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.written, key)
+}
