@@ -7,8 +7,9 @@
 #   make bench BENCH_ENV='BENCH_REPLICAS=100 BENCH_UNRELATED=1000'   a quick try-out
 #
 # Benchmarks print figures and ratios measured in the same run; they assert no timing. The
-# settings (BENCH_REPLICAS, BENCH_UD_SUBSET, BENCH_UNRELATED, BENCH_PLUGIN_RUNS, BENCH_QPS,
-# BENCH_BURST, BENCH_TIMEOUT, BENCH_OUT_DIR) are described in test/bench/doc.go.
+# settings (BENCH_REPLICAS, BENCH_UD_SUBSET, BENCH_UNRELATED, BENCH_UNRELATED_DEPLOYMENTS,
+# BENCH_UNRELATED_STATEFULSETS, BENCH_SMALL_WORKLOADS, BENCH_SMALL_REPLICAS, BENCH_PLUGIN_RUNS,
+# BENCH_QPS, BENCH_BURST, BENCH_TIMEOUT, BENCH_OUT_DIR) are described in test/bench/doc.go.
 
 BENCH ?= .
 BENCH_ENV ?=

@@ -24,6 +24,16 @@
 //     agent starts) in the same namespace; then the plugin also reads, in turns with it, an
 //     identical TApp in a namespace of its own, so that the effect of the unrelated pods is a
 //     ratio of runs made under the same load.
+//   - BenchmarkUnrelatedObjects (issue 15): the agent's memory with no workload of its own, first
+//     in an empty cluster (the namespaces of the benchmarks above are deleted first), then with
+//     10 000 Deployments (replicas 0), 2000 StatefulSets (replicas 0; kube-controller-manager
+//     writes a ControllerRevision for each) and 10 000 bare pods, none of them the agent's. A
+//     fresh agent runs 20 s for each; the ratio of their peak RSS (VmHWM) has a target of 1.05.
+//   - BenchmarkManySmall (issue 15): 2000 Deployments of 3 pods created at once, to every pod
+//     Ready; the namespace is deleted; then 2000 TApps of 3 pods with the agent (same client QPS
+//     and burst). Reported: time to all Ready, writes per pod, the agent's peak RSS (target
+//     150 MiB). Then a new agent starts over the settled TApps and runs 20 s: its writes, from
+//     the audit log, must be none.
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted
@@ -37,13 +47,23 @@
 //
 //	BENCH_REPLICAS=1000      TApp and Deployment size, and managed pods of BenchmarkBusyNamespace
 //	BENCH_UD_SUBSET=300      instances per UnitedDeployment subset
-//	BENCH_UNRELATED=10000    unrelated pods of BenchmarkBusyNamespace
+//	BENCH_UNRELATED=10000    unrelated pods of BenchmarkBusyNamespace and BenchmarkUnrelatedObjects
+//	BENCH_UNRELATED_DEPLOYMENTS=10000   unrelated Deployments of BenchmarkUnrelatedObjects
+//	BENCH_UNRELATED_STATEFULSETS=2000   unrelated StatefulSets (one ControllerRevision each) of it;
+//	                                    its unrelated pods are BENCH_UNRELATED
+//	BENCH_SMALL_WORKLOADS=2000          TApps, and Deployments, of BenchmarkManySmall
+//	BENCH_SMALL_REPLICAS=3              pods of each
 //	BENCH_PLUGIN_RUNS=20     runs of each plugin command
 //	BENCH_QPS=100            client QPS of kube-controller-manager and the agent
 //	BENCH_BURST=200          ... and burst
 //	BENCH_TIMEOUT=20m        safety bound of every wait (a failure, never a target)
 //	BENCH_OUT_DIR=<tmp>      agent logs and summary.md (the audit log too, with BENCH_KEEP_AUDIT=1)
 //	WORKLOAD_AGENT_BIN, KUBECTL_WORKLOAD_BIN   binaries to run instead of building them
+//
+// The scenery of the scale benchmarks is created by the benchmark's own client at 500 QPS (not
+// measured). A quick try-out of them:
+//
+//	make bench BENCH='BenchmarkUnrelatedObjects|BenchmarkManySmall' BENCH_ENV='BENCH_UNRELATED_DEPLOYMENTS=200 BENCH_UNRELATED_STATEFULSETS=20 BENCH_UNRELATED=200 BENCH_SMALL_WORKLOADS=20'
 //
 // bench/RESULTS.md holds the results of a run with the exact command.
 package bench
