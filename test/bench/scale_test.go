@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
 )
 
 // The scale scenarios of issue 15 (DESIGN.md §3 "Scale", §6 round 2).
@@ -207,22 +209,13 @@ func smallName(i int) string { return fmt.Sprintf("small-%d", i) }
 func BenchmarkManySmall(b *testing.B) {
 	e := getEnv(b)
 	e.clearEarlierWorkloads(b)
-	n := smallWorkloads * smallReplicas
 	e.ensureNamespace(b, smallDeplNS)
 	b.Run("Deployments", func(b *testing.B) {
-		e.measure(b, phase{
-			name: "ManySmall/Deployments", ns: smallDeplNS, pods: n, isDone: readyOn(imageV1),
-			action: func(context.Context) error {
-				createAll(b, smallWorkloads, func(ctx context.Context, i int) error {
-					_, err := e.kube.AppsV1().Deployments(smallDeplNS).Create(ctx, newDeployment(smallName(i), smallReplicas, imageV1), metav1.CreateOptions{})
-					return err
-				})
-				return nil
-			},
-			complete:   e.allComplete("Deployments", e.deploymentsComplete(smallDeplNS)),
-			controller: "kube-controller-manager",
-			ideal:      1,
-		})
+		e.measure(b, e.smallPhase(b, "Deployments", smallDeplNS, "kube-controller-manager", nil, e.deploymentsComplete(smallDeplNS),
+			func(ctx context.Context, name string) error {
+				_, err := e.kube.AppsV1().Deployments(smallDeplNS).Create(ctx, newDeployment(name, smallReplicas, imageV1), metav1.CreateOptions{})
+				return err
+			}))
 	})
 	// The same machine for both sides: the Deployments' pods go before the TApps come.
 	e.deleteNamespace(b, smallDeplNS)
@@ -230,25 +223,33 @@ func BenchmarkManySmall(b *testing.B) {
 	e.ensureNamespace(b, smallTAppNS)
 	a := e.startAgent(b, "small")
 	b.Run("TApps", func(b *testing.B) {
-		e.measure(b, phase{
-			name: "ManySmall/TApps", ns: smallTAppNS, pods: n, isDone: readyOn(imageV1),
-			action: func(context.Context) error {
-				createAll(b, smallWorkloads, func(ctx context.Context, i int) error {
-					_, err := e.apps.AppsV1alpha1().TApps(smallTAppNS).Create(ctx, newTApp(smallName(i), smallReplicas, imageV1), metav1.CreateOptions{})
-					return err
-				})
-				return nil
-			},
-			complete:   e.allComplete("TApps", e.tappsComplete(smallTAppNS)),
-			controller: "workload-agent",
-			agent:      a,
-			ideal:      1,
-		})
+		e.measure(b, e.smallPhase(b, "TApps", smallTAppNS, "workload-agent", a, e.tappsComplete(smallTAppNS),
+			func(ctx context.Context, name string) error {
+				_, err := e.apps.AppsV1alpha1().TApps(smallTAppNS).Create(ctx, newTApp(name, smallReplicas, imageV1), metav1.CreateOptions{})
+				return err
+			}))
 	})
 	stopAgent(b, a, "small")
 	b.Run("Restart", func(b *testing.B) { e.restartOverSettled(b) })
 	compareManySmall()
 	e.deleteNamespace(b, smallTAppNS)
+}
+
+// smallPhase is the phase of BenchmarkManySmall that creates its smallWorkloads workloads of
+// one kind in ns with create, at once, to every pod Ready; complete counts them complete.
+func (e *env) smallPhase(b *testing.B, kind, ns, controller string, a *agentproc.Agent,
+	complete func(ctx context.Context) (int, int, error), create func(ctx context.Context, name string) error) phase {
+	return phase{
+		name: "ManySmall/" + kind, ns: ns, pods: smallWorkloads * smallReplicas, isDone: readyOn(imageV1),
+		action: func(context.Context) error {
+			createAll(b, smallWorkloads, func(ctx context.Context, i int) error { return create(ctx, smallName(i)) })
+			return nil
+		},
+		complete:   e.allComplete(kind, complete),
+		controller: controller,
+		agent:      a,
+		ideal:      1,
+	}
 }
 
 // restartOverSettled starts a new agent over the settled TApps of BenchmarkManySmall and counts
