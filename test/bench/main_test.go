@@ -176,20 +176,21 @@ func TestMain(m *testing.M) {
 }
 
 // startAgent starts a workload-agent watching every namespace with all its controllers, as
-// deployed, at the benchmark client budget, and waits until it is ready. The caller stops it;
+// deployed (unless extraArgs say otherwise), at the benchmark client budget, and waits until it
+// is ready. The caller stops it;
 // the benchmark's cleanup kills it otherwise.
-func (e *env) startAgent(b *testing.B, name string) *agentproc.Agent {
+func (e *env) startAgent(b *testing.B, name string, extraArgs ...string) *agentproc.Agent {
 	b.Helper()
 	a := agentproc.Start(b, agentproc.Options{
 		Kubeconfig: e.cluster.Kubeconfig,
-		Args: []string{
+		Args: append([]string{
 			fmt.Sprintf("--qps=%d", clientQPS),
 			fmt.Sprintf("--burst=%d", clientBurst),
 			// One agent at a time here; a Lease would only add writes to the counts.
 			"--leader-elect=false",
 			// The deployed agent's verbosity (config/agent/deployment.yaml sets none).
 			"-v=0",
-		},
+		}, extraArgs...),
 		LogPath:          filepath.Join(e.outDir, "agent-"+name+".log"),
 		LogTailOnFailure: 16 << 10,
 	})
