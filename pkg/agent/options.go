@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
 )
 
 // Defaults of the agent's flags.
@@ -61,6 +63,9 @@ type Options struct {
 	LeaseDuration        time.Duration
 	RenewDeadline        time.Duration
 	RetryPeriod          time.Duration
+	// Identity is this agent's leader election identity, also in its User-Agent. NewOptions
+	// sets a new one (NewIdentity); empty means one is made when the election starts.
+	Identity string
 
 	// MetricsAddr and HealthAddr are the listen addresses of /metrics and of /healthz and
 	// /readyz; DisabledAddr ("0") turns one off. When both are the same address one server
@@ -93,6 +98,7 @@ func NewOptions() *Options {
 		LeaseDuration:        DefaultLeaseDuration,
 		RenewDeadline:        DefaultRenewDeadline,
 		RetryPeriod:          DefaultRetryPeriod,
+		Identity:             NewIdentity(),
 		MetricsAddr:          DefaultMetricsAddr,
 		HealthAddr:           DefaultHealthAddr,
 		EnabledControllers:   []string{AllControllers},
@@ -196,6 +202,12 @@ func (o *Options) Validate() error {
 		if float64(o.RenewDeadline) <= leaderElectionJitter*float64(o.RetryPeriod) {
 			return bad("leader-elect-renew-deadline", o.RenewDeadline,
 				fmt.Sprintf("must be greater than 1.2 x --leader-elect-retry-period (%v)", o.RetryPeriod))
+		}
+		if fence.Validity(o.LeaseDuration.Truncate(time.Second)) <= o.RetryPeriod {
+			// The Lease records whole seconds, and the fence must outlast the interval between
+			// two renewals or it would close while the leader renews normally.
+			return bad("leader-elect-lease-duration", o.LeaseDuration,
+				fmt.Sprintf("its whole seconds less the fencing margins (see docs/fencing.md) must exceed --leader-elect-retry-period (%v)", o.RetryPeriod))
 		}
 		if o.LeaseDuration <= o.RenewDeadline {
 			if o.LeaseDuration == DefaultLeaseDuration {
