@@ -282,7 +282,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 
 	logger.Info("Starting workload-agent", "version", version.Get().String(), "namespace", namespaceOrAll(a.opts.Namespace),
-		"controllers", a.enabled, "workers", a.opts.Workers, "leaderElect", a.opts.LeaderElect)
+		"controllers", a.enabled, "workers", a.opts.Workers, "leaderElect", a.opts.LeaderElect, "identity", a.opts.Identity)
 	if !a.opts.LeaderElect {
 		metrics.SetLeader(true)
 		defer metrics.SetLeader(false)

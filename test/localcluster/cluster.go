@@ -106,6 +106,8 @@ type Cluster struct {
 	Nodes []Node
 
 	opts     Options
+	etcdURL  string
+	apiCA    string // the API server's CA file
 	binDir   string
 	logDir   string
 	procs    []*process
@@ -208,6 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	c.etcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
 	if err := c.run(Etcd, []string{
 		"--name=local",
@@ -259,6 +262,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	caFile := filepath.Join(certDir, "apiserver.crt")
+	c.apiCA = caFile
 	var apiClient *http.Client
 	if err := c.waitFor(ctx, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		if apiClient == nil {
