@@ -43,3 +43,4 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 -include hack/dist.mk
 -include hack/bench.mk
 -include hack/demo.mk
+-include hack/chaos.mk

@@ -61,29 +61,38 @@ func TestLeaderFrozenPastLease(t *testing.T) {
 // write.
 func checkNoWriteAfter(t *testing.T, oldID, newID string) {
 	t.Helper()
-	var first time.Time
+	late, writes, first := writesAfter(t, oldID, newID)
+	if first.IsZero() {
+		t.Fatal("the audit log has no write by the new leader")
+	}
+	for _, ev := range late {
+		t.Errorf("the old leader wrote after the new leader's first write (%s): %s", first.Format("15:04:05.000000"), ev)
+	}
+	if writes == 0 {
+		t.Error("the audit log has no write by the old leader at all: the check proves nothing")
+	}
+	t.Logf("audit: %d writes by the old leader, %d after the new leader's first at %s", writes, len(late), first.Format("15:04:05.000000"))
+}
+
+// writesAfter returns the writes by oldID received at or after newID's first write (first),
+// and how many writes oldID made in all.
+func writesAfter(t *testing.T, oldID, newID string) (late []auditEvent, writes int, first time.Time) {
+	t.Helper()
 	for _, ev := range audit(t, newID) {
 		if isWrite(ev.Verb) && (first.IsZero() || ev.Received.Before(first)) {
 			first = ev.Received
 		}
 	}
-	if first.IsZero() {
-		t.Fatal("the audit log has no write by the new leader")
-	}
-	writes := 0
 	for _, ev := range audit(t, oldID) {
 		if !isWrite(ev.Verb) {
 			continue
 		}
 		writes++
-		if !ev.Received.Before(first) {
-			t.Errorf("the old leader wrote after the new leader's first write (%s): %s", first.Format("15:04:05.000000"), ev)
+		if !first.IsZero() && !ev.Received.Before(first) {
+			late = append(late, ev)
 		}
 	}
-	if writes == 0 {
-		t.Error("the audit log has no write by the old leader at all: the check proves nothing")
-	}
-	t.Logf("audit: %d writes by the old leader, all before the new leader's first at %s", writes, first.Format("15:04:05.000000"))
+	return late, writes, first
 }
 
 // restartControlPlane stops kube-apiserver and etcd in place and starts them again.
