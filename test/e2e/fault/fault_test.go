@@ -186,7 +186,8 @@ func TestWatchExpiredByCompaction(t *testing.T) {
 
 	relisted := map[string]bool{}
 	for _, ev := range audit(t, id) {
-		if ev.Verb == "list" && ev.Received.After(down) && ev.ObjectRef != nil {
+		list := ev.Verb == "list" || (ev.Verb == "watch" && strings.Contains(ev.RequestURI, "sendInitialEvents=true"))
+		if list && ev.Received.After(down) && ev.ObjectRef != nil {
 			relisted[ev.ObjectRef.Resource] = true
 		}
 	}

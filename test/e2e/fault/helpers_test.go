@@ -239,7 +239,8 @@ func isWrite(verb string) bool {
 	return false
 }
 
-// audit returns the completed requests in the audit log whose User-Agent ends with identity.
+// audit returns the requests in the audit log whose User-Agent ends with identity: writes and
+// lists once answered, watches once started.
 func audit(t *testing.T, identity string) []auditEvent {
 	t.Helper()
 	f, err := os.Open(auditLog)
@@ -259,7 +260,8 @@ func audit(t *testing.T, identity string) []auditEvent {
 		if err := json.Unmarshal(line, &ev); err != nil {
 			continue // a line being written
 		}
-		if ev.Stage == "ResponseComplete" && strings.HasSuffix(ev.UserAgent, "identity/"+identity) {
+		started := ev.Stage == "ResponseStarted" || (ev.Stage == "ResponseComplete" && ev.Verb != "watch")
+		if started && strings.HasSuffix(ev.UserAgent, "identity/"+identity) {
 			out = append(out, ev)
 		}
 	}

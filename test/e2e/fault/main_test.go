@@ -16,17 +16,21 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
-// auditPolicy records every write (the fencing check) and every list (relists after an expired
-// watch), at the Metadata level: who, which User-Agent, which object, when, which answer.
+// auditPolicy records every write (the fencing check), list and watch (relists after an expired
+// watch: client-go lists through a watch with sendInitialEvents=true), at the Metadata level: who,
+// which User-Agent, which object, when, which answer. A watch is recorded when it starts.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: ["RequestReceived"]
 rules:
 - level: None
-  verbs: ["get", "watch"]
+  verbs: ["get"]
 - level: None
   namespaces: ["kube-node-lease"]
 - level: Metadata
+  verbs: ["watch"]
+- level: Metadata
+  omitStages: ["ResponseStarted"]
 `
 
 const auditLogName = "audit.log"
