@@ -415,11 +415,16 @@ func (c *Cluster) run(name string, args []string, env []string) error {
 // waitFor polls check until it returns true. It gives up early when a
 // component exits, which is how a bad flag or a taken port shows.
 func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) (bool, error)) error {
+	return waitWhileRunning(ctx, what, c.procs, check)
+}
+
+// waitWhileRunning polls check until it returns true, giving up early when one of procs exits.
+func waitWhileRunning(ctx context.Context, what string, procs []*process, check func(context.Context) (bool, error)) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastErr error
 	for {
-		for _, p := range c.procs {
+		for _, p := range procs {
 			if p.exited() {
 				return fmt.Errorf("waiting for %s: %w", what, p.exitError())
 			}

@@ -105,27 +105,8 @@ func (c *Cluster) waitHealthy(ctx context.Context, p *process) error {
 	default:
 		return nil
 	}
-	// Not waitFor: the other stopped components are expected to be down.
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		if p.exited() {
-			return fmt.Errorf("waiting for %s after restart: %w", p.name, p.exitError())
-		}
-		ok, err := check(ctx)
-		if ok {
-			return nil
-		}
-		if err != nil {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s after restart: %w (last error: %v)", p.name, ctx.Err(), lastErr)
-		case <-tick.C:
-		}
-	}
+	// Only p: the other stopped components are expected to be down.
+	return waitWhileRunning(ctx, p.name+" after restart", []*process{p}, check)
 }
 
 // CompactEtcd compacts etcd's history up to its current revision, as kube-apiserver does every

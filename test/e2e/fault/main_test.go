@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
@@ -33,36 +32,17 @@ rules:
   omitStages: ["ResponseStarted"]
 `
 
-const auditLogName = "audit.log"
-
 var auditLog string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	opts := localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}
 	if !testing.Short() {
-		// The harness removes this directory when it stops the cluster (Options.Dir).
-		dir, err := os.MkdirTemp("", "kubectl-workload-cluster-")
-		if err != nil {
+		var err error
+		if auditLog, err = localcluster.WithAuditLog(&opts, auditPolicy); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		policy := filepath.Join(dir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		auditLog = filepath.Join(dir, "logs", auditLogName)
-		opts.Dir = dir
-		opts.ExtraFlags = map[string][]string{localcluster.APIServer: {
-			"--audit-policy-file=" + policy,
-			"--audit-log-path=" + auditLog,
-			"--audit-log-format=json",
-			// Written before the response: once a wait ends, every request before it is in the log.
-			"--audit-log-mode=blocking",
-			"--audit-log-maxsize=0",
-			"--audit-log-maxbackup=0",
-		}}
 	}
 	localcluster.RunTestMain(m, opts)
 }
