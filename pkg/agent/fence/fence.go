@@ -92,6 +92,12 @@ func (f *Fence) Renewed(sent time.Time, leaseDuration time.Duration) {
 		return
 	}
 	wasOpen := now.Before(f.until)
+	if !wasOpen {
+		// End the last term even if its timer has not fired yet: what ran under it stops, and a
+		// new term begins.
+		f.closeLocked()
+		f.term, f.endTerm = context.WithCancel(context.Background())
+	}
 	f.until = until
 	if f.timer != nil {
 		f.timer.Stop()
@@ -99,7 +105,6 @@ func (f *Fence) Renewed(sent time.Time, leaseDuration time.Duration) {
 	// In a goroutine of its own: a fake clock runs the function holding its lock.
 	f.timer = f.clock.AfterFunc(until.Sub(now), func() { go f.expire() })
 	if !wasOpen {
-		f.term, f.endTerm = context.WithCancel(context.Background())
 		f.changed(true)
 	}
 }

@@ -93,6 +93,25 @@ func TestFenceClosedAfterFreezeBeforeTimerRuns(t *testing.T) {
 	}
 }
 
+// A renewal after the fence expired, before its timer ran, still ends the old term.
+func TestFenceRenewalAfterExpiryEndsOldTerm(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	f := New(clk)
+	f.Renewed(epoch, 15*time.Second)
+	old := f.Term()
+	f.mu.Lock()
+	f.timer.Stop() // as if its goroutine had not run yet
+	f.mu.Unlock()
+	clk.SetTime(epoch.Add(20 * time.Second))
+	f.Renewed(clk.Now(), 15*time.Second)
+	if !done(old) {
+		t.Fatal("the term of the expired fence did not end")
+	}
+	if done(f.Term()) || f.Check() != nil {
+		t.Fatal("the renewal did not open a new term")
+	}
+}
+
 func TestFenceRenewalsExtendNeverShorten(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	f := New(clk)
