@@ -126,7 +126,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectID, "leader-elect-id", o.LeaderElectID,
 		"Name of the leader election Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
-		"How long a standby waits, after the leader last renewed the Lease, before taking it over. Must exceed --leader-elect-renew-deadline.")
+		"How long a standby waits, after the leader last renewed the Lease, before taking it over. Must exceed --leader-elect-renew-deadline. The leader stops writing 5% plus up to 1s sooner (its write fence).")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
 		"How long the leader keeps retrying to renew the Lease before it gives up leadership (and exits). Must exceed 1.2 x --leader-elect-retry-period.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
