@@ -43,11 +43,13 @@ func Resolve(g genericclioptions.RESTClientGetter, args, files []string, allowed
 	if err != nil && typed != "" {
 		return resolveOffline(typed, name, namespace, rest, err, allowed)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return Target{}, nil, err
-	case len(infos) != 1:
-		return Target{}, nil, fmt.Errorf("%s name %d objects: this command acts on one workload", strings.Join(files, ", "), len(infos))
+	}
+	if len(files) > 0 {
+		if infos, err = workloadsIn(files, infos); err != nil {
+			return Target{}, nil, err
+		}
 	}
 	info := infos[0]
 	if typed == "" {
@@ -59,6 +61,24 @@ func Resolve(g genericclioptions.RESTClientGetter, args, files []string, allowed
 	}
 	target := Target{Ref: Ref{Kind: kind, Name: info.Name}, Namespace: info.Namespace}
 	return target, rest, allowedKind(target.Ref, allowed)
+}
+
+// workloadsIn keeps the one workload of the objects read from files: a file may hold others
+// beside it (a Service, a ConfigMap), as the examples do.
+func workloadsIn(files []string, infos []*resource.Info) ([]*resource.Info, error) {
+	var out []*resource.Info
+	for _, info := range infos {
+		if _, ok := kindOf(info.Mapping.GroupVersionKind.GroupKind()); ok {
+			out = append(out, info)
+		}
+	}
+	switch {
+	case len(out) == 0:
+		return nil, fmt.Errorf("%s holds no workload: use one of %s", strings.Join(files, ", "), names(Kinds))
+	case len(out) > 1:
+		return nil, fmt.Errorf("%s holds %d workloads: this command acts on one", strings.Join(files, ", "), len(out))
+	}
+	return out, nil
 }
 
 // resolveOffline resolves TYPE by the plugin's own names when the builder could not (its error

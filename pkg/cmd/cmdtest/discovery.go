@@ -20,6 +20,7 @@ var nativeResources = []*metav1.APIResourceList{
 	{GroupVersion: "v1", APIResources: []metav1.APIResource{
 		{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod", ShortNames: []string{"po"}, Categories: []string{"all"}},
 		{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", ShortNames: []string{"cm"}},
+		{Name: "services", SingularName: "service", Namespaced: true, Kind: "Service", ShortNames: []string{"svc"}, Categories: []string{"all"}},
 	}},
 	{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 		{Name: "deployments", SingularName: "deployment", Namespaced: true, Kind: "Deployment", ShortNames: []string{"deploy"}, Categories: []string{"all"}},
