@@ -23,11 +23,7 @@ var Deployment = Kind{Name: "Deployment", Short: "deploy",
 type deploymentKind struct{}
 
 func (deploymentKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
-	d, err := AsDeployment(obj)
-	if err != nil {
-		return RolloutStatus{}, err
-	}
-	return deploymentRollout(d), nil
+	return statusOf(obj, deploymentRollout)
 }
 
 func (deploymentKind) tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error) {
@@ -51,11 +47,7 @@ func (deploymentKind) subsetWorkloads(t *treeReader, opts metav1.ListOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	var out []metav1.Object
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
-	}
-	return out, nil
+	return metaObjects(list.Items), nil
 }
 
 // AsDeployment decodes a Deployment read through the dynamic client.

@@ -22,11 +22,7 @@ var StatefulSet = Kind{Name: "StatefulSet", Short: "sts",
 type statefulSetKind struct{}
 
 func (statefulSetKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
-	s, err := AsStatefulSet(obj)
-	if err != nil {
-		return RolloutStatus{}, err
-	}
-	return statefulSetRollout(s), nil
+	return statusOf(obj, statefulSetRollout)
 }
 
 func (statefulSetKind) tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error) {
@@ -73,11 +69,7 @@ func (statefulSetKind) subsetWorkloads(t *treeReader, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, err
 	}
-	var out []metav1.Object
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
-	}
-	return out, nil
+	return metaObjects(list.Items), nil
 }
 
 // AsStatefulSet decodes a StatefulSet read through the dynamic client.

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -17,6 +18,27 @@ func as[T any](obj *unstructured.Unstructured) (*T, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// statusOf is the rollout status f reads from obj decoded as a T.
+func statusOf[T any](obj *unstructured.Unstructured, f func(*T) RolloutStatus) (RolloutStatus, error) {
+	x, err := as[T](obj)
+	if err != nil {
+		return RolloutStatus{}, err
+	}
+	return f(x), nil
+}
+
+// metaObjects points at each item of a typed list.
+func metaObjects[T any, P interface {
+	*T
+	metav1.Object
+}](items []T) []metav1.Object {
+	out := make([]metav1.Object, 0, len(items))
+	for i := range items {
+		out = append(out, P(&items[i]))
+	}
+	return out
 }
 
 // joinInts renders numbers as "1, 2, 3".
