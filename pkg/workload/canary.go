@@ -39,6 +39,18 @@ func (canaryKind) Abort(ref Ref, obj *unstructured.Unstructured) (Change, error)
 	return AbortCanary(ref, obj)
 }
 
+func (canaryKind) CheckPromote(ref Ref, o PromoteOptions) error {
+	if len(o.Subsets) > 0 || o.All {
+		return fmt.Errorf("%s: --subset and --all apply to a ud (UnitedDeployment); a canary is promoted batch by batch, or with --full", ref)
+	}
+	return nil
+}
+
+// Promote approves the paused batch (every batch with --full).
+func (canaryKind) Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOptions) (Change, int32, error) {
+	return PromoteCanary(ref, obj, o.Full)
+}
+
 // PodTemplatePath is spec.canary.template.
 func (canaryKind) PodTemplatePath(Ref, *unstructured.Unstructured, string) ([]string, string, error) {
 	return []string{"spec", "canary", "template"}, "", nil

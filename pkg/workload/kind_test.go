@@ -28,6 +28,7 @@ func TestCapabilityLists(t *testing.T) {
 		"Pausable":      {Pausable, kindsWith[Pauser]()},
 		"Abortable":     {Abortable, kindsWith[Aborter]()},
 		"Partitionable": {Partitionable, kindsWith[Partitioner]()},
+		"Promotable":    {Promotable, kindsWith[Promoter]()},
 	} {
 		if got, want := kindNames(tt.list), kindNames(tt.with); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %v, want the kinds with the capability: %v", name, got, want)
@@ -38,8 +39,9 @@ func TestCapabilityLists(t *testing.T) {
 		"Pausable":      {"Canary", "Deployment", "TApp", "UnitedDeployment"},
 		"Abortable":     {"Canary"},
 		"Partitionable": {"StatefulSet", "TApp", "UnitedDeployment"},
+		"Promotable":    {"Canary", "UnitedDeployment"},
 	}
-	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Partitionable": Partitionable} {
+	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Partitionable": Partitionable, "Promotable": Promotable} {
 		if got := kindNames(list); !reflect.DeepEqual(got, want[name]) {
 			t.Errorf("%s = %v, want %v", name, got, want[name])
 		}

@@ -46,6 +46,19 @@ func (unitedDeploymentKind) SetPartition(ref Ref, obj *unstructured.Unstructured
 	return setSubsetPartitions(ref, obj, args)
 }
 
+func (unitedDeploymentKind) CheckPromote(ref Ref, o PromoteOptions) error {
+	if o.Full {
+		return fmt.Errorf("%s: --full applies to a canary; promote a ud with --subset NAME or --all", ref)
+	}
+	return nil
+}
+
+// Promote sets the partitions of the subsets named (of every subset with --all) to 0.
+func (unitedDeploymentKind) Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOptions) (Change, int32, error) {
+	change, err := PromoteSubsets(ref, obj, o.Subsets, o.All)
+	return change, 0, err
+}
+
 // PodTemplatePath is the pod template inside the one subset template in use
 // (spec.template.statefulSetTemplate, deploymentTemplate or tappTemplate).
 func (unitedDeploymentKind) PodTemplatePath(ref Ref, obj *unstructured.Unstructured, _ string) ([]string, string, error) {
