@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	deploymentutil "k8s.io/kubectl/pkg/util/deployment"
+
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -64,7 +66,7 @@ func deploymentRollout(d *appsv1.Deployment) RolloutStatus {
 	replicas := v1alpha1.ReplicasOrDefault(d.Spec.Replicas)
 	counts := fmt.Sprintf("%d of %s updated, %d ready, %d available", st.UpdatedReplicas, plural(replicas, "replica", "replicas"), st.ReadyReplicas, st.AvailableReplicas)
 	for _, c := range st.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == deploymentutil.TimedOutReason {
 			return status(StateDegraded, "exceeded its progress deadline; "+counts, nil)
 		}
 	}
@@ -110,7 +112,7 @@ func (t *treeReader) deployment(d *appsv1.Deployment, obj runtime.Object, revisi
 		if !controlledBy(it.rs, d.UID) {
 			continue
 		}
-		it.revision, _ = strconv.Atoi(it.rs.Annotations["deployment.kubernetes.io/revision"])
+		it.revision, _ = strconv.Atoi(it.rs.Annotations[deploymentutil.RevisionAnnotation])
 		sets = append(sets, it)
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].revision > sets[j].revision })

@@ -32,8 +32,8 @@ type Kind struct {
 
 // Helper is what the plugin knows about one kind, after kubectl's polymorphic helpers. Every
 // kind reads its rollout status, draws its tree and finds its pod template; a kind that supports
-// more verbs also implements their interfaces (Lister, Pauser, Partitioner, Promoter, Aborter). A verb
-// asks the kind for the interface it needs and refuses a kind without it.
+// more verbs also implements their interfaces (Lister, Pauser, Partitioner, Promoter, Aborter).
+// A verb asks the kind for the interface it needs and refuses a kind without it.
 type Helper interface {
 	StatusViewer
 	// PodTemplatePath is where an object keeps the pod template `set image`, `undo` and
