@@ -32,7 +32,7 @@ func TestKubectlNamesWorkloadsAsKubectlDoes(t *testing.T) {
 	web := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}}}
 	web.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	web.Spec.Template = podTemplate(map[string]string{"app": "web"}, "nginx:1.27")
-	if _, err := e.apps.AppsV1alpha1().TApps(e.ns).Create(e.ctx, web, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Apps.AppsV1alpha1().TApps(e.NS).Create(e.Ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,24 +53,24 @@ func TestKubectlNamesWorkloadsAsKubectlDoes(t *testing.T) {
 
 // createTAppFrom creates the TApp of a file of several objects.
 func (e *env) createTAppFrom(path string) {
-	e.t.Helper()
+	e.T.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			e.t.Fatalf("%s holds no TApp", path)
+			e.T.Fatalf("%s holds no TApp", path)
 		} else if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		if obj.GetKind() != workload.TApp.Name {
 			continue
 		}
-		if _, err := e.dyn.Resource(workload.TApp.Resource).Namespace(e.ns).Create(e.ctx, obj, metav1.CreateOptions{}); err != nil {
-			e.t.Fatal(err)
+		if _, err := e.Dyn.Resource(workload.TApp.Resource).Namespace(e.NS).Create(e.Ctx, obj, metav1.CreateOptions{}); err != nil {
+			e.T.Fatal(err)
 		}
 		return
 	}
