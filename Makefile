@@ -46,3 +46,4 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 -include hack/bench.mk
 -include hack/demo.mk
 -include hack/image.mk
+-include hack/chaos.mk

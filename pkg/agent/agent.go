@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	workloadscheme "github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/scheme"
 	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
@@ -58,8 +60,13 @@ type Clients struct {
 	// Client is for the agent's own API group.
 	Client versioned.Interface
 	// LeaderElection is for the Lease; nil means Kube. It has its own rate limiter and a short
-	// timeout so that renewals neither queue behind controller traffic nor hang.
+	// timeout so that renewals neither queue behind controller traffic nor hang. It is not
+	// fenced: it is what keeps the fence open.
 	LeaderElection kubernetes.Interface
+	// Fence guards every write of Kube and Client (their transports refuse writes while it is
+	// closed); it opens while this agent holds the leader Lease. Nil: a fence the agent makes
+	// itself, which only stops the controllers (clients built elsewhere, as in tests).
+	Fence *fence.Fence
 }
 
 // RESTConfig returns the API server configuration: the kubeconfig file when one is given,
@@ -94,12 +101,18 @@ func NewClients(opts *Options) (*Clients, error) {
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = fmt.Sprintf("%s/%s", Component, version.Version)
+	cfg.UserAgent = UserAgent(opts.Identity)
 	cfg.QPS = opts.QPS
 	cfg.Burst = opts.Burst
+	leCfg := rest.CopyConfig(cfg)
 
+	writes := fence.Open()
+	if opts.LeaderElect {
+		writes = fence.New(nil)
+	}
 	shared := rest.CopyConfig(cfg)
 	shared.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, opts.Burst)
+	shared.Wrap(writes.Transport)
 
 	kubeCfg := rest.CopyConfig(shared)
 	kubeCfg.ContentType = runtime.ContentTypeProtobuf
@@ -113,8 +126,7 @@ func NewClients(opts *Options) (*Clients, error) {
 		return nil, fmt.Errorf("workload client: %w", err)
 	}
 
-	leCfg := rest.CopyConfig(kubeCfg)
-	leCfg.RateLimiter = nil // its own, from QPS and Burst
+	leCfg.ContentType, leCfg.AcceptContentTypes = kubeCfg.ContentType, kubeCfg.AcceptContentTypes
 	if opts.RenewDeadline > 0 {
 		leCfg.Timeout = opts.RenewDeadline / 2
 	}
@@ -122,7 +134,17 @@ func NewClients(opts *Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
-	return &Clients{Kube: kube, Client: client, LeaderElection: le}, nil
+	return &Clients{Kube: kube, Client: client, LeaderElection: le, Fence: writes}, nil
+}
+
+// UserAgent is the agent's User-Agent: the program and version, the platform and, when known,
+// the leader election identity, so that an audit log tells two agents apart.
+func UserAgent(identity string) string {
+	ua := fmt.Sprintf("%s/%s (%s/%s)", Component, version.Version, goruntime.GOOS, goruntime.GOARCH)
+	if identity != "" {
+		ua += " identity/" + identity
+	}
+	return ua
 }
 
 // Run runs the agent with the options until ctx is done: NewClients, New, Agent.Run.
@@ -160,9 +182,17 @@ func New(opts *Options, clients *Clients) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if clients.LeaderElection == nil {
+	if clients.LeaderElection == nil || clients.Fence == nil {
 		c := *clients
-		c.LeaderElection = clients.Kube
+		if c.LeaderElection == nil {
+			c.LeaderElection = clients.Kube
+		}
+		if c.Fence == nil {
+			c.Fence = fence.Open()
+			if opts.LeaderElect {
+				c.Fence = fence.New(nil)
+			}
+		}
 		clients = &c
 	}
 	a := &Agent{opts: opts, clients: clients, enabled: enabled}
@@ -252,7 +282,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 
 	logger.Info("Starting workload-agent", "version", version.Get().String(), "namespace", namespaceOrAll(a.opts.Namespace),
-		"controllers", a.enabled, "workers", a.opts.Workers, "leaderElect", a.opts.LeaderElect)
+		"controllers", a.enabled, "workers", a.opts.Workers, "leaderElect", a.opts.LeaderElect, "identity", a.opts.Identity)
 	if !a.opts.LeaderElect {
 		metrics.SetLeader(true)
 		defer metrics.SetLeader(false)
@@ -275,32 +305,16 @@ func namespaceOrAll(ns string) string {
 // first (through ctx), and the leader election context is cancelled when they have drained.
 func (a *Agent) runElected(ctx context.Context, recorder func(string) record.EventRecorder) error {
 	logger := klog.FromContext(ctx)
-	hostname, err := os.Hostname()
-	if err != nil || hostname == "" {
-		hostname = "workload-agent"
+	identity := a.opts.Identity
+	if identity == "" {
+		identity = NewIdentity()
 	}
-	identity := hostname + "_" + string(uuid.NewUUID())
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta: metav1.ObjectMeta{Namespace: a.opts.LeaderElectNamespace, Name: a.opts.LeaderElectID},
-		Client:    a.clients.LeaderElection.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{
-			Identity:      identity,
-			EventRecorder: recorder(Component),
-		},
-	}
-
 	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer leCancel()
 
-	var (
-		mu          sync.Mutex
-		started     bool // OnStartedLeading began leading
-		finished    bool // the elector returned; too late to start leading
-		leadErr     error
-		leadingDone = make(chan struct{})
-	)
+	el := &election{leadingDone: make(chan struct{})}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            a.leaseLock(logger, identity, recorder),
 		Name:            a.opts.LeaderElectID,
 		LeaseDuration:   a.opts.LeaseDuration,
 		RenewDeadline:   a.opts.RenewDeadline,
@@ -309,29 +323,14 @@ func (a *Agent) runElected(ctx context.Context, recorder func(string) record.Eve
 		WatchDog:        a.status.watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
-				mu.Lock()
-				if ctx.Err() != nil || finished {
-					mu.Unlock()
+				if !el.start(ctx) {
 					leCancel()
 					return
 				}
-				started = true
-				mu.Unlock()
-				defer close(leadingDone)
+				defer close(el.leadingDone)
 				defer leCancel() // after the controllers stopped: release the Lease
-
 				logger.Info("Became the leader", "identity", identity, "lease", a.opts.LeaderElectNamespace+"/"+a.opts.LeaderElectID)
-				metrics.SetLeader(true)
-				defer metrics.SetLeader(false)
-				// Stop leading on a stop request (ctx) or when the Lease is lost (lctx).
-				wctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				stop := context.AfterFunc(lctx, cancel)
-				defer stop()
-				err := a.lead(wctx, recorder)
-				mu.Lock()
-				leadErr = err
-				mu.Unlock()
+				el.setErr(a.leadFenced(ctx, lctx, recorder))
 			},
 			OnStoppedLeading: func() {
 				metrics.SetLeader(false)
@@ -360,33 +359,114 @@ func (a *Agent) runElected(ctx context.Context, recorder func(string) record.Eve
 
 	select {
 	case <-ctx.Done():
-		mu.Lock()
-		leading := started
-		mu.Unlock()
-		if !leading {
+		if !el.leading() {
 			leCancel()
 		}
 		<-leDone
 	case <-leDone:
 	}
-	mu.Lock()
-	finished = true
-	leading := started
-	mu.Unlock()
-	if leading {
-		<-leadingDone
+	if el.finish() {
+		<-el.leadingDone
 	}
-
-	mu.Lock()
-	defer mu.Unlock()
-	switch {
-	case leadErr != nil:
-		return leadErr
+	switch err := el.err(); {
+	case err != nil:
+		return err
 	case ctx.Err() == nil:
 		return ErrLeadershipLost
 	}
 	logger.Info("Stopped")
 	return nil
+}
+
+// election is what runElected's callbacks and its wait share.
+type election struct {
+	mu          sync.Mutex
+	started     bool // OnStartedLeading began leading
+	finished    bool // the elector returned; too late to start leading
+	leadErr     error
+	leadingDone chan struct{}
+}
+
+// start reports whether leading may begin (not stopping, elector still running) and marks it begun.
+func (e *election) start(ctx context.Context) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ctx.Err() != nil || e.finished {
+		return false
+	}
+	e.started = true
+	return true
+}
+
+func (e *election) leading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.started
+}
+
+// finish marks the elector returned and reports whether leading had begun.
+func (e *election) finish() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.finished = true
+	return e.started
+}
+
+func (e *election) setErr(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.leadErr = err
+}
+
+func (e *election) err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leadErr
+}
+
+// leaseLock is the leader election Lock on the Lease, wrapped by the agent's write fence so that
+// the fence follows the Lease (see package fence).
+func (a *Agent) leaseLock(logger klog.Logger, identity string, recorder func(string) record.EventRecorder) resourcelock.Interface {
+	writes := a.clients.Fence
+	writes.OnChange(func(open bool) {
+		if open {
+			logger.V(2).Info("Write fence opened: this agent wrote the leader Lease")
+		} else {
+			logger.Info("Write fence closed: writes refused until this agent renews the leader Lease")
+		}
+	})
+	return writes.Lock(&resourcelock.LeaseLock{
+		LeaseMeta: metav1.ObjectMeta{Namespace: a.opts.LeaderElectNamespace, Name: a.opts.LeaderElectID},
+		Client:    a.clients.LeaderElection.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{
+			Identity:      identity,
+			EventRecorder: recorder(Component),
+		},
+	})
+}
+
+// leadFenced leads until a stop request (ctx), the loss of the Lease (lctx) or, sooner, the
+// write fence closing: the Lease was not renewed in time for this agent to be sure it still
+// holds it, so its controllers stop at once rather than at the renew deadline.
+func (a *Agent) leadFenced(ctx, lctx context.Context, recorder func(string) record.EventRecorder) error {
+	metrics.SetLeader(true)
+	defer metrics.SetLeader(false)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(lctx, cancel)
+	defer stop()
+	stopFenced := context.AfterFunc(a.clients.Fence.Term(), cancel)
+	defer stopFenced()
+	return a.lead(wctx, recorder)
+}
+
+// NewIdentity returns a leader election identity: the host name and a new UUID.
+func NewIdentity() string {
+	hostname, err := os.Hostname()
+	if err != nil || hostname == "" {
+		hostname = "workload-agent"
+	}
+	return hostname + "_" + string(uuid.NewUUID())
 }
 
 // lead builds the informer factories and the enabled controllers, starts the factories, waits

@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
 )
 
 // Defaults of the agent's flags.
@@ -61,6 +63,9 @@ type Options struct {
 	LeaseDuration        time.Duration
 	RenewDeadline        time.Duration
 	RetryPeriod          time.Duration
+	// Identity is this agent's leader election identity, also in its User-Agent. NewOptions
+	// sets a new one (NewIdentity); empty means one is made when the election starts.
+	Identity string
 
 	// MetricsAddr and HealthAddr are the listen addresses of /metrics and of /healthz and
 	// /readyz; DisabledAddr ("0") turns one off. When both are the same address one server
@@ -93,6 +98,7 @@ func NewOptions() *Options {
 		LeaseDuration:        DefaultLeaseDuration,
 		RenewDeadline:        DefaultRenewDeadline,
 		RetryPeriod:          DefaultRetryPeriod,
+		Identity:             NewIdentity(),
 		MetricsAddr:          DefaultMetricsAddr,
 		HealthAddr:           DefaultHealthAddr,
 		EnabledControllers:   []string{AllControllers},
@@ -120,7 +126,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectID, "leader-elect-id", o.LeaderElectID,
 		"Name of the leader election Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
-		"How long a standby waits, after the leader last renewed the Lease, before taking it over. Must exceed --leader-elect-renew-deadline.")
+		"How long a standby waits, after the leader last renewed the Lease, before taking it over. Must exceed --leader-elect-renew-deadline. The leader stops writing 5% plus up to 1s sooner (its write fence).")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
 		"How long the leader keeps retrying to renew the Lease before it gives up leadership (and exits). Must exceed 1.2 x --leader-elect-retry-period.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
@@ -196,6 +202,12 @@ func (o *Options) Validate() error {
 		if float64(o.RenewDeadline) <= leaderElectionJitter*float64(o.RetryPeriod) {
 			return bad("leader-elect-renew-deadline", o.RenewDeadline,
 				fmt.Sprintf("must be greater than 1.2 x --leader-elect-retry-period (%v)", o.RetryPeriod))
+		}
+		if fence.Validity(o.LeaseDuration.Truncate(time.Second)) <= o.RetryPeriod {
+			// The Lease records whole seconds, and the fence must outlast the interval between
+			// two renewals or it would close while the leader renews normally.
+			return bad("leader-elect-lease-duration", o.LeaseDuration,
+				fmt.Sprintf("its whole seconds less the fencing margins (see docs/fencing.md) must exceed --leader-elect-retry-period (%v)", o.RetryPeriod))
 		}
 		if o.LeaseDuration <= o.RenewDeadline {
 			if o.LeaseDuration == DefaultLeaseDuration {

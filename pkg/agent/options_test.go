@@ -227,3 +227,17 @@ func TestExitCode(t *testing.T) {
 		t.Error("losing the lease must exit non-zero")
 	}
 }
+
+func TestUserAgentCarriesIdentity(t *testing.T) {
+	a, b := NewOptions(), NewOptions()
+	if a.Identity == "" || a.Identity == b.Identity {
+		t.Fatalf("identities %q and %q: want two different, non-empty", a.Identity, b.Identity)
+	}
+	ua := UserAgent(a.Identity)
+	if !strings.HasPrefix(ua, Component+"/") || !strings.HasSuffix(ua, " identity/"+a.Identity) {
+		t.Fatalf("UserAgent = %q, want %s/<version> ... identity/%s", ua, Component, a.Identity)
+	}
+	if UserAgent("") == UserAgent(a.Identity) {
+		t.Fatal("UserAgent ignores the identity")
+	}
+}

@@ -3,7 +3,6 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +12,7 @@ import (
 )
 
 // ImageSettable lists the kinds `set image` acts on.
-var ImageSettable = []Kind{TApp, UnitedDeployment, Canary, Deployment, StatefulSet}
+var ImageSettable = Kinds
 
 // AnnotationPreviousTemplate is the annotation in which the plugin keeps, on a TApp, the pod
 // template it replaced last (`set image` and `undo` write it), so that `undo` can restore it:
@@ -30,51 +29,13 @@ type PreviousTemplate struct {
 }
 
 // PodTemplatePath is where an object keeps the pod template `set image`, `undo` and `history`
-// act on:
-//   - TApp: spec.template, or the templatePool entry named by pool; with pool empty, the
-//     templatePool entry named by spec.defaultTemplateName if it is set (the template that
-//     instances without their own assignment run), else spec.template;
-//   - UnitedDeployment: the pod template inside the one subset template in use
-//     (spec.template.statefulSetTemplate, deploymentTemplate or tappTemplate);
-//   - Canary: spec.canary.template;
-//   - Deployment, StatefulSet: spec.template.
-//
-// It also returns how messages name that template ("" when it is the kind's only one).
+// act on (each kind's Helper.PodTemplatePath says where), and how messages name that template
+// ("" when it is the kind's only one).
 func PodTemplatePath(ref Ref, obj *unstructured.Unstructured, pool string) ([]string, string, error) {
-	switch ref.Kind.Name {
-	case TApp.Name:
-		if pool == "" {
-			pool, _, _ = unstructured.NestedString(obj.Object, "spec", "defaultTemplateName")
-		}
-		if pool == "" {
-			return []string{"spec", "template"}, "", nil
-		}
-		entries, _, _ := unstructured.NestedMap(obj.Object, "spec", "templatePool")
-		if _, ok := entries[pool]; !ok {
-			var names []string
-			for n := range entries {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			if len(names) == 0 {
-				return nil, "", fmt.Errorf("%s has no template %q: its templatePool is empty", ref, pool)
-			}
-			return nil, "", fmt.Errorf("%s has no template %q: its templatePool holds %s", ref, pool, strings.Join(names, ", "))
-		}
-		return []string{"spec", "templatePool", pool}, "template " + pool, nil
-	case UnitedDeployment.Name:
-		for _, kind := range []string{"statefulSetTemplate", "deploymentTemplate", "tappTemplate"} {
-			if _, ok, _ := unstructured.NestedMap(obj.Object, "spec", "template", kind); ok {
-				return []string{"spec", "template", kind, "spec", "template"}, "", nil
-			}
-		}
-		return nil, "", fmt.Errorf("%s has no subset template: set one of spec.template.statefulSetTemplate, deploymentTemplate or tappTemplate", ref)
-	case Canary.Name:
-		return []string{"spec", "canary", "template"}, "", nil
-	case Deployment.Name, StatefulSet.Name:
-		return []string{"spec", "template"}, "", nil
+	if ref.Kind.helper == nil {
+		return nil, "", fmt.Errorf("a %s has no pod template", ref.Kind.Name)
 	}
-	return nil, "", fmt.Errorf("a %s has no pod template", ref.Kind.Name)
+	return ref.Kind.helper.PodTemplatePath(ref, obj, pool)
 }
 
 // PodTemplateAt decodes the pod template found at path (an empty one when absent).

@@ -22,14 +22,6 @@ var statusesPath = []string{"spec", "statuses"}
 // spec.statuses: a non-negative integer without leading zeros.
 var instanceIDPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})$`)
 
-// TAppReplicas is a TApp's spec.replicas, with the CRD's default of 1.
-func TAppReplicas(t *v1alpha1.TApp) int32 {
-	if t.Spec.Replicas == nil {
-		return 1
-	}
-	return *t.Spec.Replicas
-}
-
 // ParseInstanceIDs validates instance ids typed on the command line against a TApp's replicas:
 // each must be a non-negative integer below replicas. It returns them sorted, without
 // duplicates; the first bad one is a one-line error naming the TApp, the id and the allowed
@@ -119,7 +111,7 @@ func instances(ref Ref, obj *unstructured.Unstructured, args []string, kill bool
 	if err != nil {
 		return Change{}, err
 	}
-	ids, err := ParseInstanceIDs(ref, args, TAppReplicas(t))
+	ids, err := ParseInstanceIDs(ref, args, v1alpha1.ReplicasOrDefault(t.Spec.Replicas))
 	if err != nil {
 		return Change{}, err
 	}

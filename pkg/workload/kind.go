@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// Kind is one kind of workload the plugin acts on.
+// Kind is one kind of workload the plugin acts on: how the API server serves it, how a person
+// names it, and (helper) what the plugin knows about it. Each kind is declared, with all of its
+// helper, in a file of its own (tapp.go, uniteddeployment.go, canary.go, deployment.go,
+// statefulset.go) and listed in Kinds.
 type Kind struct {
 	// Name is the API kind, such as "TApp".
 	Name string
@@ -20,30 +24,73 @@ type Kind struct {
 	Resource schema.GroupVersionResource
 	// Short is the name shown in messages and accepted on the command line, such as "tapp".
 	Short string
-	// aliases are the other names a person may type (plural, singular, group-qualified).
+	// aliases are the other names a person may type (plural, singular, group-qualified), used
+	// when the API server's discovery cannot be asked (see Resolve) and for completion.
 	aliases []string
+	helper  Helper
 }
 
-var (
-	TApp = Kind{Name: "TApp", Short: "tapp",
-		Resource: v1alpha1.SchemeGroupVersion.WithResource("tapps"),
-		aliases:  []string{"tapps", "tapps.apps.workload.dev"}}
-	UnitedDeployment = Kind{Name: "UnitedDeployment", Short: "ud",
-		Resource: v1alpha1.SchemeGroupVersion.WithResource("uniteddeployments"),
-		aliases:  []string{"uniteddeployment", "uniteddeployments", "uniteddeployments.apps.workload.dev"}}
-	Canary = Kind{Name: "Canary", Short: "canary",
-		Resource: v1alpha1.SchemeGroupVersion.WithResource("canaries"),
-		aliases:  []string{"canaries", "canaries.apps.workload.dev"}}
-	Deployment = Kind{Name: "Deployment", Short: "deploy",
-		Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
-		aliases:  []string{"deployment", "deployments", "deployments.apps"}}
-	StatefulSet = Kind{Name: "StatefulSet", Short: "sts",
-		Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
-		aliases:  []string{"statefulset", "statefulsets", "statefulsets.apps"}}
-)
+// Helper is what the plugin knows about one kind, after kubectl's polymorphic helpers. Every
+// kind reads its rollout status, draws its tree and finds its pod template; a kind that supports
+// more verbs also implements their interfaces (Lister, Pauser, Partitioner, Promoter, Aborter).
+// A verb asks the kind for the interface it needs and refuses a kind without it.
+type Helper interface {
+	StatusViewer
+	// PodTemplatePath is where an object keeps the pod template `set image`, `undo` and
+	// `history` act on, and how messages name that template ("" when it is the kind's only
+	// one); pool names a TApp's templatePool entry.
+	PodTemplatePath(ref Ref, obj *unstructured.Unstructured, pool string) ([]string, string, error)
+	// tree draws the object and what it owns, down to pods.
+	tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error)
+}
+
+// Lister is a kind `list` tabulates.
+type Lister interface {
+	Replicas(obj *unstructured.Unstructured) (Replicas, error)
+}
+
+// Pauser is a kind with a pause switch (pause, resume).
+type Pauser interface {
+	// PausedPath is where the switch is.
+	PausedPath() []string
+}
+
+// Partitioner is a kind set-partition acts on.
+type Partitioner interface {
+	// SetPartition decides what set-partition does with args (after TYPE/NAME).
+	SetPartition(ref Ref, obj *unstructured.Unstructured, args []string) (Change, error)
+}
+
+// Aborter is a kind abort acts on.
+type Aborter interface {
+	Abort(ref Ref, obj *unstructured.Unstructured) (Change, error)
+}
+
+// Helper is the kind's helper.
+func (k Kind) Helper() Helper { return k.helper }
 
 // Kinds lists every kind the plugin knows, ours first.
 var Kinds = []Kind{TApp, UnitedDeployment, Canary, Deployment, StatefulSet}
+
+// kindsWith lists the kinds whose helper implements T, in the order of Kinds.
+func kindsWith[T any]() []Kind {
+	var out []Kind
+	for _, k := range Kinds {
+		if _, ok := k.helper.(T); ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// capability is the helper of ref's kind as T, or the one-line error of a kind without it.
+func capability[T any](ref Ref, what string) (T, error) {
+	h, ok := ref.Kind.helper.(T)
+	if !ok {
+		return h, fmt.Errorf("%s: a %s %s", ref, ref.Kind.Name, what)
+	}
+	return h, nil
+}
 
 // Ours reports whether the kind is one of our custom resources (not a native workload).
 func (k Kind) Ours() bool { return k.Resource.Group == v1alpha1.GroupName }
@@ -72,34 +119,6 @@ type Ref struct {
 
 // String is how messages name the object: "tapp/web".
 func (r Ref) String() string { return r.Kind.Short + "/" + r.Name }
-
-// ParseRef reads the object a verb acts on from its arguments, as kubectl does: "TYPE/NAME" or
-// "TYPE NAME". It returns the Ref and the arguments left after it. allowed lists the kinds the
-// verb supports; a kind outside it is refused with a message listing those that are allowed.
-func ParseRef(args []string, allowed ...Kind) (Ref, []string, error) {
-	if len(args) == 0 {
-		return Ref{}, nil, fmt.Errorf("name the workload as TYPE/NAME or TYPE NAME, where TYPE is one of %s", names(allowed))
-	}
-	typed, name, slash := strings.Cut(args[0], "/")
-	rest := args[1:]
-	if !slash {
-		if len(rest) == 0 {
-			return Ref{}, nil, fmt.Errorf("%q: name the workload as TYPE/NAME or TYPE NAME, where TYPE is one of %s", args[0], names(allowed))
-		}
-		name, rest = rest[0], rest[1:]
-	}
-	kind, ok := KindFor(typed)
-	if !ok {
-		return Ref{}, nil, fmt.Errorf("unknown workload type %q: use one of %s", typed, names(allowed))
-	}
-	if !kindIn(kind, allowed) {
-		return Ref{}, nil, fmt.Errorf("%s/%s: this command does not work on a %s; it works on %s", kind.Short, name, kind.Name, names(allowed))
-	}
-	if name == "" {
-		return Ref{}, nil, fmt.Errorf("%q: the name is empty", args[0])
-	}
-	return Ref{Kind: kind, Name: name}, rest, nil
-}
 
 func kindIn(k Kind, list []Kind) bool {
 	for _, l := range list {

@@ -7,35 +7,27 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// pausedPath is where each pausable kind keeps its pause switch.
-var pausedPath = map[string][]string{
-	TApp.Name:             {"spec", "updateStrategy", "paused"},
-	UnitedDeployment.Name: {"spec", "updateStrategy", "paused"},
-	Canary.Name:           {"spec", "paused"},
-	Deployment.Name:       {"spec", "paused"},
-}
-
-// Pausable lists the kinds pause and resume act on. A StatefulSet has no pause switch: hold its
-// pods with set-partition instead.
-var Pausable = []Kind{TApp, UnitedDeployment, Canary, Deployment}
+// Pausable lists the kinds pause and resume act on: those with a pause switch. A StatefulSet
+// has none: hold its pods with set-partition instead.
+var Pausable = kindsWith[Pauser]()
 
 // IsPaused reads an object's pause switch.
 func IsPaused(k Kind, obj *unstructured.Unstructured) (bool, error) {
-	path, ok := pausedPath[k.Name]
+	p, ok := k.helper.(Pauser)
 	if !ok {
 		return false, fmt.Errorf("a %s cannot be paused", k.Name)
 	}
-	paused, _, err := unstructured.NestedBool(obj.Object, path...)
+	paused, _, err := unstructured.NestedBool(obj.Object, p.PausedPath()...)
 	return paused, err
 }
 
 // PausePatch is the merge patch that sets a kind's pause switch and nothing else.
 func PausePatch(k Kind, paused bool) ([]byte, error) {
-	path, ok := pausedPath[k.Name]
+	p, ok := k.helper.(Pauser)
 	if !ok {
 		return nil, fmt.Errorf("a %s cannot be paused", k.Name)
 	}
-	return mergePatch(path, paused)
+	return mergePatch(p.PausedPath(), paused)
 }
 
 // PauseChange is what pause (paused true) or resume (false) does to an object: a merge patch of

@@ -10,8 +10,43 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// Promotable lists the kinds promote acts on.
+// Promotable lists the kinds promote acts on (the Promoters), in the order its messages name
+// them; TestCapabilityLists checks it holds every Promoter.
 var Promotable = []Kind{Canary, UnitedDeployment}
+
+// PromoteOptions is what promote was asked: --full (a Canary), --subset and --all (a
+// UnitedDeployment).
+type PromoteOptions struct {
+	Full    bool
+	Subsets []string
+	All     bool
+}
+
+// Promoter is a kind promote acts on.
+type Promoter interface {
+	// CheckPromote refuses options that do not fit the kind.
+	CheckPromote(ref Ref, o PromoteOptions) error
+	// Promote decides the change; batch is the Canary batch it approves (0 for none).
+	Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOptions) (change Change, batch int32, err error)
+}
+
+// CheckPromote refuses options that do not fit ref's kind.
+func CheckPromote(ref Ref, o PromoteOptions) error {
+	p, err := capability[Promoter](ref, "cannot be promoted")
+	if err != nil {
+		return err
+	}
+	return p.CheckPromote(ref, o)
+}
+
+// Promote decides what `promote` does to an object (its kind's Promoter).
+func Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOptions) (Change, int32, error) {
+	p, err := capability[Promoter](ref, "cannot be promoted")
+	if err != nil {
+		return Change{}, 0, err
+	}
+	return p.Promote(ref, obj, o)
+}
 
 // approvedBatchPath is where a Canary records the highest batch a person approved.
 var approvedBatchPath = []string{"spec", "approvedBatch"}

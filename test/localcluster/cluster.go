@@ -106,6 +106,8 @@ type Cluster struct {
 	Nodes []Node
 
 	opts     Options
+	etcdURL  string
+	apiCA    string // the API server's CA file
 	binDir   string
 	logDir   string
 	procs    []*process
@@ -208,6 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	c.etcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
 	if err := c.run(Etcd, []string{
 		"--name=local",
@@ -259,6 +262,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	caFile := filepath.Join(certDir, "apiserver.crt")
+	c.apiCA = caFile
 	var apiClient *http.Client
 	if err := c.waitFor(ctx, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		if apiClient == nil {
@@ -411,11 +415,16 @@ func (c *Cluster) run(name string, args []string, env []string) error {
 // waitFor polls check until it returns true. It gives up early when a
 // component exits, which is how a bad flag or a taken port shows.
 func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) (bool, error)) error {
+	return waitWhileRunning(ctx, what, c.procs, check)
+}
+
+// waitWhileRunning polls check until it returns true, giving up early when one of procs exits.
+func waitWhileRunning(ctx context.Context, what string, procs []*process, check func(context.Context) (bool, error)) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastErr error
 	for {
-		for _, p := range c.procs {
+		for _, p := range procs {
 			if p.exited() {
 				return fmt.Errorf("waiting for %s: %w", what, p.exitError())
 			}

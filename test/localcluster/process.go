@@ -14,6 +14,9 @@ import (
 // process is one running component.
 type process struct {
 	name    string
+	bin     string
+	args    []string
+	env     []string
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{} // closed when the process has exited
@@ -45,7 +48,7 @@ func startProcess(name, bin string, args []string, logDir string, env []string) 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, bin: bin, args: args, env: env, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

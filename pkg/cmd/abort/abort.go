@@ -55,6 +55,6 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 // Run sets spec.rollback with a one-field merge patch, unless it is already set.
 func (o *Options) Run(ctx context.Context) error {
 	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
-		return workload.AbortCanary(o.Ref, obj)
+		return workload.Abort(o.Ref, obj)
 	})
 }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	fakekube "k8s.io/client-go/kubernetes/fake"
@@ -66,7 +67,8 @@ type Result struct {
 // workload.KubeClientGetter, so that workload.KubeClient(f) returns Kube.
 type Factory struct {
 	*cmdtesting.TestFactory
-	Kube *fakekube.Clientset
+	Kube      *fakekube.Clientset
+	discovery discovery.CachedDiscoveryInterface
 }
 
 // KubeClient returns the fake typed clientset.
@@ -127,7 +129,7 @@ var listKinds = map[schema.GroupVersionResource]string{
 // Run runs the command built by newCmd with args, against a fake cluster holding objs.
 func Run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Result {
 	t.Helper()
-	tf := &Factory{TestFactory: cmdtesting.NewTestFactory().WithNamespace(Namespace)}
+	tf := &Factory{TestFactory: cmdtesting.NewTestFactory().WithNamespace(Namespace), discovery: Discovery()}
 	defer tf.Cleanup()
 	client := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(Scheme(), listKinds, objs...)
 	tf.FakeDynamicClient = client

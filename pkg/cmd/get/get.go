@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -84,16 +85,18 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 			cmdutil.CheckErr(o.Run(cmd.Context()))
 		},
 	}
+	resolve.AddFilenameFlag(cmd)
 	o.PrintFlags.AddFlags(cmd)
 	return cmd
 }
 
 // Complete resolves the object, the namespace, the client and the printer.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.Viewable...)
+	target, rest, err := resolve.Target(f, cmd, args, workload.Viewable...)
 	if err != nil {
 		return err
 	}
+	ref := target.Ref
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
 	}
@@ -103,9 +106,7 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 			return err
 		}
 	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
+	o.Namespace = target.Namespace
 	if o.Client, err = f.DynamicClient(); err != nil {
 		return err
 	}

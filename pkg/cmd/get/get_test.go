@@ -207,6 +207,8 @@ func TestGet(t *testing.T) {
 		args []string
 	}{
 		{"tapp-tree", []string{"tapp/web"}},
+		{"tapp-tree-full-resource-name", []string{"tapps.apps.workload.dev/web"}},
+		{"ud-tree-kind-name", []string{"UnitedDeployment", "orders"}},
 		{"ud-tree", []string{"ud/orders"}},
 		{"canary-tree", []string{"canary", "checkout"}},
 		{"deploy-tree", []string{"deploy/front"}},
@@ -217,6 +219,7 @@ func TestGet(t *testing.T) {
 		{"error-missing", []string{"ud/nope"}},
 		{"error-unknown-output", []string{"tapp/web", "-o", "wide"}},
 		{"error-unknown-type", []string{"pods/web-0"}},
+		{"error-not-served-type", []string{"widgets.example.com/web"}},
 		{"error-no-args", nil},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -79,17 +80,16 @@ func NewCmdHistory(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 
 // Complete resolves the object, the namespace and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.WithHistory...)
+	target, rest, err := resolve.Target(f, cmd, args, workload.WithHistory...)
 	if err != nil {
 		return err
 	}
+	ref := target.Ref
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
 	}
 	o.Ref = ref
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
+	o.Namespace = target.Namespace
 	o.Client, err = f.DynamicClient()
 	return err
 }

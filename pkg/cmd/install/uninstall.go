@@ -270,6 +270,12 @@ func (o *UninstallOptions) deleteWorkloads(ctx context.Context, agent *unstructu
 	if n == 0 || o.DryRun != cmdutil.DryRunNone {
 		return nil
 	}
+	return o.waitWorkloadsGone(ctx, agent)
+}
+
+// waitWorkloadsGone waits up to the timeout for every workload to be gone; on timeout it names
+// what is left and how to release it.
+func (o *UninstallOptions) waitWorkloadsGone(ctx context.Context, agent *unstructured.Unstructured) error {
 	fmt.Fprintf(o.Out, "waiting up to %v for the workloads to be gone (the workload-agent releases each Canary once it has kept its canary Deployment)\n", o.Timeout)
 	var left []string
 	// The checks use ctx, not the poll's context: a list near the deadline would otherwise fail

@@ -26,7 +26,7 @@ func meta(ns, name string, age time.Duration, lbls map[string]string) metav1.Obj
 }
 
 func objects() []runtime.Object {
-	web := &v1alpha1.TApp{ObjectMeta: meta(cmdtest.Namespace, "web", 48*time.Hour, map[string]string{"team": "games"})}
+	web := &v1alpha1.TApp{ObjectMeta: meta(cmdtest.Namespace, "web", 48*time.Hour, map[string]string{"team": "games", "app": "web"})}
 	web.Spec.Replicas = ptr.To[int32](5)
 	web.Spec.Statuses = map[string]v1alpha1.InstanceDesiredStatus{"3": v1alpha1.InstanceKilled}
 	web.Status = v1alpha1.TAppStatus{ObservedGeneration: 1, Replicas: 4, ReadyReplicas: 4, AvailableReplicas: 4, UpdatedReplicas: 4,
@@ -75,6 +75,7 @@ func TestList(t *testing.T) {
 		{"all-namespaces", NewCmdList, objects(), []string{"-A"}},
 		{"wide", NewCmdList, objects(), []string{"-o", "wide"}},
 		{"selector", NewCmdList, objects(), []string{"-l", "team=payments"}},
+		{"selector-app", NewCmdList, objects(), []string{"-l", "app=web"}},
 		{"name", NewCmdList, objects(), []string{"-A", "-o", "name"}},
 		{"json", NewCmdList, objects()[2:3], []string{"-o", "json"}},
 		{"empty", NewCmdList, nil, nil},

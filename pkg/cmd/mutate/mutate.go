@@ -17,6 +17,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -45,6 +46,7 @@ func NewCommand(f cmdutil.Factory, v Verb, complete func(cmd *cobra.Command, arg
 		},
 	}
 	cmdutil.AddDryRunFlag(cmd)
+	resolve.AddFilenameFlag(cmd)
 	return cmd
 }
 
@@ -67,14 +69,16 @@ func NoArgs(ref workload.Ref, rest []string) error {
 	return nil
 }
 
-// Complete resolves, in this order (the order of the errors a person sees): the object from
-// args, as TYPE/NAME or TYPE NAME of one of the allowed kinds; the arguments after it, given to
-// rest (nil: NoArgs); the --dry-run mode; the namespace; and the dynamic client.
+// Complete resolves, in this order (the order of the errors a person sees): the object and its
+// namespace, from args as TYPE/NAME or TYPE NAME, or from -f FILE, of one of the allowed kinds
+// (resolve.Target); the arguments after it, given to
+// rest (nil: NoArgs); the --dry-run mode; and the dynamic client.
 func (t *Target) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string, rest RestFunc, allowed ...workload.Kind) error {
-	ref, more, err := workload.ParseRef(args, allowed...)
+	target, more, err := resolve.Target(f, cmd, args, allowed...)
 	if err != nil {
 		return err
 	}
+	ref := target.Ref
 	if rest == nil {
 		rest = NoArgs
 	}
@@ -85,9 +89,7 @@ func (t *Target) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string, 
 	if t.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return err
 	}
-	if t.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
+	t.Namespace = target.Namespace
 	t.Client, err = f.DynamicClient()
 	return err
 }

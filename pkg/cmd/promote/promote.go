@@ -87,17 +87,11 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 
 // Validate checks that the flags fit the kind.
 func (o *Options) Validate() error {
-	switch o.Ref.Kind.Name {
-	case workload.Canary.Name:
-		if len(o.Subsets) > 0 || o.All {
-			return fmt.Errorf("%s: --subset and --all apply to a ud (UnitedDeployment); a canary is promoted batch by batch, or with --full", o.Ref)
-		}
-	case workload.UnitedDeployment.Name:
-		if o.Full {
-			return fmt.Errorf("%s: --full applies to a canary; promote a ud with --subset NAME or --all", o.Ref)
-		}
-	}
-	return nil
+	return workload.CheckPromote(o.Ref, o.options())
+}
+
+func (o *Options) options() workload.PromoteOptions {
+	return workload.PromoteOptions{Full: o.Full, Subsets: o.Subsets, All: o.All}
 }
 
 // Run reads the object, decides the change and sends it.
@@ -105,14 +99,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.Ref.Kind.Name == workload.UnitedDeployment.Name {
-		return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
-			return workload.PromoteSubsets(o.Ref, obj, o.Subsets, o.All)
-		})
-	}
 	var batch int32
 	err := o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (change workload.Change, err error) {
-		change, batch, err = workload.PromoteCanary(o.Ref, obj, o.Full)
+		change, batch, err = workload.Promote(o.Ref, obj, o.options())
 		return change, err
 	})
 	if !errors.Is(err, workload.ErrPrecondition) {

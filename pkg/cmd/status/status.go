@@ -24,6 +24,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -110,15 +111,17 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout with a watch until it is complete (or degraded, or paused with --success-on-pause).")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch, how long to wait before giving up with exit code 2 (for example 30s, 10m). 0 waits forever.")
 	cmd.Flags().BoolVar(&o.SuccessOnPause, "success-on-pause", false, "Treat a paused rollout (waiting for promote, a resume or a lower partition) as success: exit 0.")
+	resolve.AddFilenameFlag(cmd)
 	return cmd
 }
 
 // Complete resolves the object, the namespace, the client and how the output is displayed.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	ref, rest, err := workload.ParseRef(args, workload.Viewable...)
+	target, rest, err := resolve.Target(f, cmd, args, workload.Viewable...)
 	if err != nil {
 		return err
 	}
+	ref := target.Ref
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
 	}
@@ -132,9 +135,7 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 	if o.Viewer, err = workload.StatusViewerFor(ref.Kind); err != nil {
 		return err
 	}
-	if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
-		return err
-	}
+	o.Namespace = target.Namespace
 	o.Display = DetectDisplay(o.Out, os.Getenv)
 	o.Client, err = f.DynamicClient()
 	return err

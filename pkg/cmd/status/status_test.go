@@ -150,6 +150,9 @@ func TestStatusOnce(t *testing.T) {
 	}{
 		{"tapp-progressing", tapp(nil), []string{"tapp/web"}},
 		{"tapp-type-name-form", tapp(nil), []string{"tapp", "web"}},
+		{"tapp-full-resource-name", tapp(nil), []string{"tapps.apps.workload.dev/web"}},
+		{"tapp-from-file", tapp(nil), []string{"-f", "testdata/tapp.yaml"}},
+		{"error-file-without-workload", tapp(nil), []string{"-f", "testdata/service.yaml"}},
 		{"tapp-complete", tapp(tappComplete), []string{"tapp/web"}},
 		{"tapp-stale", tapp(func(t *v1alpha1.TApp) { tappComplete(t); t.Generation = 3 }), []string{"tapp/web"}},
 		{"tapp-never-observed", tapp(func(t *v1alpha1.TApp) { t.Status = v1alpha1.TAppStatus{} }), []string{"tapp/web"}},

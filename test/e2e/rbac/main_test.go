@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
@@ -40,39 +39,20 @@ rules:
 - level: None
 `
 
-// auditLogName is the audit log's name in the cluster's log directory: kept with the component
-// logs when a test fails, removed with the cluster otherwise.
-const auditLogName = "audit.log"
+// auditLogName is the audit log's name in the cluster's log directory.
+const auditLogName = localcluster.AuditLogName
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	opts := localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}
 	if !testing.Short() {
-		// The harness removes this directory when it stops the cluster (Options.Dir).
-		dir, err := os.MkdirTemp("", "kubectl-workload-cluster-")
-		if err != nil {
+		// Creating an object with a blocking owner reference then needs update on the owner's
+		// finalizers subresource, as on clusters that enable it (OpenShift, some hardened
+		// distributions): a missing */finalizers grant is a 403 here too.
+		if _, err := localcluster.WithAuditLog(&opts, auditPolicy, "--enable-admission-plugins=OwnerReferencesPermissionEnforcement"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		policy := filepath.Join(dir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		opts.Dir = dir
-		opts.ExtraFlags = map[string][]string{localcluster.APIServer: {
-			"--audit-policy-file=" + policy,
-			"--audit-log-path=" + filepath.Join(dir, "logs", auditLogName),
-			"--audit-log-format=json",
-			// Written before the response: once a wait ends, every request before it is in the log.
-			"--audit-log-mode=blocking",
-			"--audit-log-maxsize=0",
-			"--audit-log-maxbackup=0",
-			// Creating an object with a blocking owner reference then needs update on the owner's
-			// finalizers subresource, as on clusters that enable it (OpenShift, some hardened
-			// distributions): a missing */finalizers grant is a 403 here too.
-			"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
-		}}
 	}
 	localcluster.RunTestMain(m, opts)
 }

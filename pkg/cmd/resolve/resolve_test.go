@@ -1,0 +1,72 @@
+package resolve
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+// newCmd prints what Target resolved: kind, name, namespace and the arguments left.
+func newCmd(allowed ...workload.Kind) cmdtest.NewCmd {
+	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+		cmd := &cobra.Command{Use: "verb", Run: func(cmd *cobra.Command, args []string) {
+			target, rest, err := Target(f, cmd, args, allowed...)
+			cmdutil.CheckErr(err)
+			fmt.Fprintf(streams.Out, "%s %s in %s, rest %v\n", target.Ref.Kind.Name, target.Ref.Name, target.Namespace, rest)
+		}}
+		AddFilenameFlag(cmd)
+		return cmd
+	}
+}
+
+func TestTarget(t *testing.T) {
+	all := newCmd(workload.Kinds...)
+	tests := []struct {
+		args []string
+		cmd  cmdtest.NewCmd
+		want string // what the command printed, or the error it exited with
+	}{
+		{[]string{"tapp/web"}, all, "TApp web in test, rest []\n"},
+		{[]string{"tapps/web", "a=b"}, all, "TApp web in test, rest [a=b]\n"},
+		{[]string{"tapps.apps.workload.dev/web"}, all, "TApp web in test, rest []\n"},
+		{[]string{"tapps.v1alpha1.apps.workload.dev/web"}, all, "TApp web in test, rest []\n"},
+		{[]string{"TApp", "web"}, all, "TApp web in test, rest []\n"},
+		{[]string{"ud", "orders", "zone-a=1"}, all, "UnitedDeployment orders in test, rest [zone-a=1]\n"},
+		{[]string{"uniteddeployments.apps.workload.dev/orders"}, all, "UnitedDeployment orders in test, rest []\n"},
+		{[]string{"canaries/checkout"}, all, "Canary checkout in test, rest []\n"},
+		{[]string{"deployments.apps/front"}, all, "Deployment front in test, rest []\n"},
+		{[]string{"sts/db"}, all, "StatefulSet db in test, rest []\n"},
+		{[]string{"-f", "testdata/tapp.yaml"}, all, "TApp web in test, rest []\n"},
+		{[]string{"-f", "testdata/tapp.yaml", "web=nginx:1.28"}, all, "TApp web in test, rest [web=nginx:1.28]\n"},
+		{[]string{"-f", "testdata/two.yaml"}, all, "error: testdata/two.yaml holds 2 workloads: this command acts on one"},
+		{[]string{"-f", "testdata/missing.yaml"}, all, `error: the path "testdata/missing.yaml" does not exist`},
+		{[]string{"pods/web-0"}, all, `error: unknown workload type "pods": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet)`},
+		{[]string{"svc/web"}, all, `error: unknown workload type "svc": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet)`},
+		{[]string{"widgets.example.com/web"}, all, `error: unknown workload type "widgets.example.com": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet)`},
+		{[]string{"sts/db"}, newCmd(workload.Canary), "error: sts/db: this command does not work on a StatefulSet; it works on canary (Canary)"},
+		{[]string{"statefulsets.apps/db"}, newCmd(workload.Pausable...), "error: sts/db: this command does not work on a StatefulSet; it works on tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment)"},
+		{[]string{"tapp"}, all, `error: "tapp": name the workload as TYPE/NAME or TYPE NAME, where TYPE is one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet)`},
+		{[]string{"tapp/"}, all, `error: "tapp/": the name is empty`},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.args), func(t *testing.T) {
+			res := cmdtest.Run(t, tt.cmd, nil, tt.args...)
+			got := res.Out
+			if res.Fatal != "" {
+				got = res.Fatal
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if len(res.Actions) > 0 {
+				t.Errorf("resolving read the cluster: %v", res.Actions)
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package workload
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// Canary is the kind that moves a Deployment's pods to a new template in batches.
+var Canary = Kind{Name: "Canary", Short: "canary",
+	Resource: v1alpha1.SchemeGroupVersion.WithResource("canaries"),
+	aliases:  []string{"canaries", "canaries.apps.workload.dev"}, helper: canaryKind{}}
+
+type canaryKind struct{}
+
+func (canaryKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
+	return canaryStatus(obj)
+}
+
+func (canaryKind) tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error) {
+	return t.canary(obj)
+}
+
+func (canaryKind) Replicas(obj *unstructured.Unstructured) (Replicas, error) {
+	c, err := AsCanary(obj)
+	if err != nil {
+		return Replicas{}, err
+	}
+	return Replicas{c.Spec.Replicas, c.Status.CanaryAvailable + c.Status.StableAvailable, c.Status.CanaryReplicas}, nil
+}
+
+func (canaryKind) PausedPath() []string { return []string{"spec", "paused"} }
+
+func (canaryKind) Abort(ref Ref, obj *unstructured.Unstructured) (Change, error) {
+	return AbortCanary(ref, obj)
+}
+
+func (canaryKind) CheckPromote(ref Ref, o PromoteOptions) error {
+	if len(o.Subsets) > 0 || o.All {
+		return fmt.Errorf("%s: --subset and --all apply to a ud (UnitedDeployment); a canary is promoted batch by batch, or with --full", ref)
+	}
+	return nil
+}
+
+// Promote approves the paused batch (every batch with --full).
+func (canaryKind) Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOptions) (Change, int32, error) {
+	return PromoteCanary(ref, obj, o.Full)
+}
+
+// PodTemplatePath is spec.canary.template.
+func (canaryKind) PodTemplatePath(Ref, *unstructured.Unstructured, string) ([]string, string, error) {
+	return []string{"spec", "canary", "template"}, "", nil
+}
+
+// AsCanary decodes a Canary read through the dynamic client.
+func AsCanary(obj *unstructured.Unstructured) (*v1alpha1.Canary, error) {
+	return as[v1alpha1.Canary](obj)
+}
+
+func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
+	var c v1alpha1.Canary
+	if err := fromUnstructured(obj, &c); err != nil {
+		return RolloutStatus{}, err
+	}
+	st := c.Status
+	total := int32(len(st.Batches))
+	var progress []string
+	width := 0
+	for _, b := range st.Batches {
+		width = max(width, len(plural(b.CanaryReplicas, "canary pod", "canary pods")))
+	}
+	for _, b := range st.Batches {
+		mark := " "
+		if b.Index == st.CurrentBatch {
+			mark = ">"
+		}
+		progress = append(progress, fmt.Sprintf("%s batch %d/%d  %-*s  %s", mark, b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
+	}
+	if c.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
+		return staleStatus(agentName, c.Generation, st.ObservedGeneration, progress), nil
+	}
+	counts := fmt.Sprintf("canary %d/%d available, stable %d/%d available", st.CanaryAvailable, st.CanaryReplicas, st.StableAvailable, st.StableReplicas)
+	if total > 0 && st.CurrentBatch > 0 {
+		counts = fmt.Sprintf("batch %d of %d, %s", st.CurrentBatch, total, counts)
+	}
+	if st.Message != "" {
+		counts += " (" + st.Message + ")"
+	}
+	var s RolloutStatus
+	switch st.Phase {
+	case v1alpha1.CanaryCompleted:
+		s = status(StateComplete, counts, progress)
+	case v1alpha1.CanaryPaused:
+		s = status(StatePaused, counts, progress)
+	case v1alpha1.CanaryDegraded:
+		s = status(StateDegraded, counts, progress)
+	case v1alpha1.CanaryRolledBack:
+		s = status(StateDegraded, "rolled back; "+counts, progress)
+	case v1alpha1.CanaryRollingBack:
+		s = status(StateProgressing, "rolling back; "+counts, progress)
+	default:
+		s = status(StateProgressing, counts, progress)
+	}
+	if st.Phase != "" {
+		s.Phase = string(st.Phase)
+	}
+	return s, nil
+}
+
+func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
+	var c v1alpha1.Canary
+	if err := fromUnstructured(obj, &c); err != nil {
+		return nil, err
+	}
+	st, stErr := RolloutStatusOf(Canary, obj)
+	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
+	if len(c.Status.Batches) > 0 {
+		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
+		for _, b := range c.Status.Batches {
+			n := &Node{Name: fmt.Sprintf("batch %d", b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+			if b.StartTime != nil {
+				n.Created = b.StartTime.Time
+			}
+			if b.Index == c.Status.CurrentBatch {
+				n.Info += " (current)"
+			}
+			batches.Children = append(batches.Children, n)
+		}
+		root.Children = append(root.Children, batches)
+	}
+	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {
+		deploy, err := t.kube.AppsV1().Deployments(t.ns).Get(t.ctx, d.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			root.Children = append(root.Children, &Node{Name: Deployment.Short + "/" + d.name, Status: "NotFound", Info: d.role})
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading its %s Deployment %q: %w", d.role, d.name, err)
+		}
+		n, err := t.deployment(deploy, deploy, false)
+		if err != nil {
+			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
+		}
+		n.Info = d.role
+		root.Children = append(root.Children, n)
+	}
+	return root, nil
+}
+
+// rollbackPath is a Canary's rollback switch.
+var rollbackPath = []string{"spec", "rollback"}
+
+// AbortPatch is the merge patch that sets a Canary's spec.rollback and nothing else. Setting it
+// twice is the same as once, so no precondition is needed.
+func AbortPatch() (Patch, error) {
+	return MergePatch(rollbackPath, true)
+}
+
+// AbortCanary decides what `abort` does to a Canary: start its rollback (the agent scales the
+// stable Deployment back up first, then the canary down), or nothing if it already rolls back.
+func AbortCanary(ref Ref, obj *unstructured.Unstructured) (Change, error) {
+	c, err := AsCanary(obj)
+	if err != nil {
+		return Change{}, err
+	}
+	if c.Spec.Rollback {
+		if c.Status.Phase == v1alpha1.CanaryRolledBack {
+			return Unchanged(ref, "%s is already rolled back", ref), nil
+		}
+		return Unchanged(ref, "%s is already rolling back", ref), nil
+	}
+	p, err := AbortPatch()
+	if err != nil {
+		return Change{}, err
+	}
+	return Change{Ref: ref, Patch: &p,
+		Line: ref.String() + " aborted: rolling back to the stable Deployment " + c.Spec.StableRef.Name}, nil
+}

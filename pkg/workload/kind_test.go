@@ -1,0 +1,60 @@
+package workload
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+)
+
+func kindNames(kinds []Kind) []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A verb's list of kinds is exactly the kinds whose helper has the verb's capability, so a new
+// kind file that implements an interface is picked up (or, for a list kept in message order,
+// this test names the list to add it to).
+func TestCapabilityLists(t *testing.T) {
+	for name, tt := range map[string]struct {
+		list, with []Kind
+	}{
+		"Viewable":      {Viewable, kindsWith[StatusViewer]()},
+		"ImageSettable": {ImageSettable, kindsWith[Helper]()},
+		"Listable":      {Listable, kindsWith[Lister]()},
+		"Pausable":      {Pausable, kindsWith[Pauser]()},
+		"Abortable":     {Abortable, kindsWith[Aborter]()},
+		"Partitionable": {Partitionable, kindsWith[Partitioner]()},
+		"Promotable":    {Promotable, kindsWith[Promoter]()},
+	} {
+		if got, want := kindNames(tt.list), kindNames(tt.with); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %v, want the kinds with the capability: %v", name, got, want)
+		}
+	}
+	want := map[string][]string{
+		"Listable":      {"Canary", "TApp", "UnitedDeployment"},
+		"Pausable":      {"Canary", "Deployment", "TApp", "UnitedDeployment"},
+		"Abortable":     {"Canary"},
+		"Partitionable": {"StatefulSet", "TApp", "UnitedDeployment"},
+		"Promotable":    {"Canary", "UnitedDeployment"},
+	}
+	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Partitionable": Partitionable, "Promotable": Promotable} {
+		if got := kindNames(list); !reflect.DeepEqual(got, want[name]) {
+			t.Errorf("%s = %v, want %v", name, got, want[name])
+		}
+	}
+}
+
+// Every kind resolves by each name the plugin knows it by, when discovery cannot be asked.
+func TestKindForEveryName(t *testing.T) {
+	for _, k := range Kinds {
+		for _, typed := range append([]string{k.Short, k.Name, k.Resource.Resource + "." + k.Resource.Group}, k.aliases...) {
+			if got, ok := KindFor(typed); !ok || got.Name != k.Name {
+				t.Errorf("KindFor(%q) = %v %v, want %s", typed, got.Name, ok, k.Name)
+			}
+		}
+	}
+}
