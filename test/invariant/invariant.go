@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 // maxKept bounds the violations a watcher keeps; more are counted.
@@ -139,7 +140,7 @@ func TApp(ctx context.Context, kube kubernetes.Interface, ns, name string, repli
 				id = -1
 			}
 			live[id] = append(live[id], p.Name)
-			if PodReady(p) {
+			if e2eenv.PodReady(p) {
 				ready[id] = true
 			}
 		}
@@ -168,16 +169,6 @@ func TApp(ctx context.Context, kube kubernetes.Interface, ns, name string, repli
 		},
 	}
 	return start(ctx, lw, &corev1.Pod{}, w)
-}
-
-// PodReady reports whether the pod's Ready condition is true.
-func PodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Capacity watches the Deployments stable and canary of a Canary: at no time may their available

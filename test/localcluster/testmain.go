@@ -28,6 +28,26 @@ func RunTestMain(m *testing.M, opts Options) {
 	os.Exit(runTestMain(m, opts))
 }
 
+// RunAuditedTestMain is RunTestMain with the API server's audit log on (WithAuditLog with policy
+// and extraFlags): it sets *auditLog, when not nil, to the log's path before the tests run.
+// With -short no cluster starts and no log is written.
+func RunAuditedTestMain(m *testing.M, opts Options, auditLog *string, policy string, extraFlags ...string) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if !testing.Short() {
+		path, err := WithAuditLog(&opts, policy, extraFlags...)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if auditLog != nil {
+			*auditLog = path
+		}
+	}
+	RunTestMain(m, opts)
+}
+
 func runTestMain(m *testing.M, opts Options) int {
 	if !flag.Parsed() {
 		flag.Parse()

@@ -75,6 +75,11 @@ func (b *Base) Watch(informer cache.SharedIndexInformer, handler cache.ResourceE
 	return nil
 }
 
+// WaitFor adds informers Run waits for that the controller reads but does not watch.
+func (b *Base) WaitFor(synced ...cache.InformerSynced) {
+	b.synced = append(b.synced, synced...)
+}
+
 // ObjectHandler enqueues the reconciled object itself on every event.
 func (b *Base) ObjectHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{

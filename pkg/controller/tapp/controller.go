@@ -2,11 +2,7 @@ package tapp
 
 import (
 	"context"
-	"fmt"
-	"sync"
-	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -15,13 +11,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
-	"github.com/kubectl-workload/kubectl-workload/pkg/controller/worker"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -35,15 +29,11 @@ type Controller struct {
 	kubeClient kubernetes.Interface
 	client     versioned.Interface
 
-	tappLister  appslisters.TAppLister
-	tappsSynced cache.InformerSynced
-	podLister   corelisters.PodLister
-	podsSynced  cache.InformerSynced
-	pvcLister   corelisters.PersistentVolumeClaimLister
-	pvcsSynced  cache.InformerSynced
+	*base.Base
 
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	recorder record.EventRecorder
+	tappLister appslisters.TAppLister
+	podLister  corelisters.PodLister
+	pvcLister  corelisters.PersistentVolumeClaimLister
 
 	// expectations holds, per TApp key, the pod creations and (by pod key) deletions issued but
 	// not yet observed by the pod informer.
@@ -53,8 +43,7 @@ type Controller struct {
 	clock  clock.Clock
 
 	// written remembers the last status write per TApp key (see updateStatus).
-	statusMu sync.Mutex
-	written  map[string]writtenStatus
+	written *expectations.StatusWrites[*appsv1alpha1.TAppStatus]
 }
 
 // NewController returns a TApp controller. podInformer and pvcInformer should be the agent's
@@ -80,73 +69,44 @@ func newController(
 	recorder record.EventRecorder,
 	clk clock.Clock,
 ) *Controller {
-	rateLimiter := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 1000*time.Second),
-		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
-	)
 	c := &Controller{
+		Base:         base.New(ControllerName, "TApp", recorder),
 		kubeClient:   kubeClient,
 		client:       client,
 		tappLister:   tappInformer.Lister(),
-		tappsSynced:  tappInformer.Informer().HasSynced,
 		podLister:    podInformer.Lister(),
-		podsSynced:   podInformer.Informer().HasSynced,
 		pvcLister:    pvcInformer.Lister(),
-		pvcsSynced:   pvcInformer.Informer().HasSynced,
-		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: ControllerName}),
-		recorder:     recorder,
 		expectations: expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
 		writes:       newPendingWrites(clk),
-		written:      map[string]writtenStatus{},
+		written:      expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
 		clock:        clk,
 	}
-
-	if _, err := tappInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueTApp,
-		UpdateFunc: func(_, cur any) { c.enqueueTApp(cur) },
-		DeleteFunc: c.enqueueTApp,
-	}); err != nil {
-		utilruntime.HandleError(fmt.Errorf("tapp: adding TApp event handler: %w", err))
+	for _, w := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{tappInformer.Informer(), c.ObjectHandler()},
+		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
+	} {
+		if err := c.Watch(w.informer, w.handler); err != nil {
+			utilruntime.HandleError(err)
+		}
 	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	}); err != nil {
-		utilruntime.HandleError(fmt.Errorf("tapp: adding pod event handler: %w", err))
-	}
+	// PVCs are read, never watched for changes: the informer only has to have synced.
+	c.WaitFor(pvcInformer.Informer().HasSynced)
 	return c
 }
 
 // Run waits for the caches, starts workers and blocks until ctx is done; then it shuts the queue
 // down and returns once the workers have finished their current items.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
-	ctx = klog.NewContext(ctx, logger)
-
-	logger.Info("Starting controller")
-	defer logger.Info("Stopped controller")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.tappsSynced, c.podsSynced, c.pvcsSynced) {
-		c.queue.ShutDown()
-		return
-	}
-	worker.Queue[cache.ObjectName]{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler}.Run(ctx, workers)
-}
-
-func (c *Controller) enqueueTApp(obj any) {
-	o, err := expectations.ObjectFromDeleteEvent(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(cache.MetaObjectToName(o))
+	c.Base.Run(ctx, workers, c.syncHandler)
 }
 
 // resolveControllerRef returns the TApp a controller reference points to, or nil if it points to
 // something else or to a TApp that no longer exists (a new TApp of the same name has another UID).
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1alpha1.TApp {
-	if ref == nil || ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
+	if !c.IsOurs(ref) {
 		return nil
 	}
 	t, err := c.tappLister.TApps(namespace).Get(ref.Name)
@@ -172,7 +132,7 @@ func (c *Controller) addPod(obj any) {
 	}
 	key := expectations.ObjectKey(t)
 	c.expectations.CreationObserved(key)
-	c.queue.Add(cache.MetaObjectToName(t))
+	c.Queue.Add(cache.MetaObjectToName(t))
 }
 
 func (c *Controller) updatePod(old, cur any) {
@@ -192,11 +152,11 @@ func (c *Controller) updatePod(old, cur any) {
 	oldRef, curRef := metav1.GetControllerOf(oldPod), metav1.GetControllerOf(curPod)
 	if oldRef != nil && (curRef == nil || oldRef.UID != curRef.UID) {
 		if t := c.resolveControllerRef(oldPod.Namespace, oldRef); t != nil {
-			c.queue.Add(cache.MetaObjectToName(t))
+			c.Queue.Add(cache.MetaObjectToName(t))
 		}
 	}
 	if t := c.resolveControllerRef(curPod.Namespace, curRef); t != nil {
-		c.queue.Add(cache.MetaObjectToName(t))
+		c.Queue.Add(cache.MetaObjectToName(t))
 	}
 }
 
@@ -216,5 +176,5 @@ func (c *Controller) deletePod(obj any) {
 	}
 	c.expectations.DeletionObserved(expectations.ObjectKey(t), expectations.ObjectKey(pod))
 	c.writes.forget(pod)
-	c.queue.Add(cache.MetaObjectToName(t))
+	c.Queue.Add(cache.MetaObjectToName(t))
 }

@@ -728,8 +728,8 @@ func TestPodEventsResolveOwner(t *testing.T) {
 	if !f.c.expectations.SatisfiedExpectations(key) {
 		t.Fatal("deletion through a tombstone not observed")
 	}
-	if f.c.queue.Len() != 1 {
-		t.Errorf("queue length %d, want the owner once", f.c.queue.Len())
+	if f.c.Queue.Len() != 1 {
+		t.Errorf("queue length %d, want the owner once", f.c.Queue.Len())
 	}
 }
 

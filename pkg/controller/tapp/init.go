@@ -1,9 +1,12 @@
 package tapp
 
-import "github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
+import (
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
+)
 
 // EventComponent is the source component of the controller's Events.
-const EventComponent = "tapp-controller"
+var EventComponent = base.EventComponent(ControllerName)
 
 // Init is the agent's InitFunc for the TApp controller: TApps from the agent's own factory, pods
 // and PVCs from the managed-by filtered factory (every pod and claim the controller creates

@@ -159,14 +159,24 @@ func pickUpdates(states []updateState, partition int, paused bool, rollLimit, fo
 func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, now time.Time, inFlight func(*corev1.Pod) bool) *plan {
 	p := &plan{}
 	replicas := desiredReplicas(t)
-
 	ids := make([]int, 0, len(pods))
 	for id := range pods {
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
 
-	// Deletions that do not depend on the update budget.
+	reasons := p.planDeletions(t, ids, pods, replicas, now)
+	states := p.planInstances(t, templates, pods, replicas, now, inFlight)
+	updating := p.planUpdates(t, templates, pods, states, replicas)
+	p.planGates(templates, ids, pods, replicas, inFlight, func(id int, pod *corev1.Pod) bool {
+		return updating[id] || reasons[pod] != ""
+	})
+	return p
+}
+
+// planDeletions plans the deletions that do not depend on the update budget (scale down, kill,
+// restart of a finished pod) and the force deletion of stuck pods; it returns why each pod goes.
+func (p *plan) planDeletions(t *appsv1alpha1.TApp, ids []int, pods map[int]*corev1.Pod, replicas int, now time.Time) map[*corev1.Pod]deletionReason {
 	var gone []*corev1.Pod
 	reasons := map[*corev1.Pod]deletionReason{}
 	for _, id := range ids {
@@ -200,8 +210,12 @@ func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*cor
 		id, _ := instanceID(pod)
 		p.deletes = append(p.deletes, podDeletion{pod: pod, id: id, reason: reasons[pod]})
 	}
+	return reasons
+}
 
-	// Creations and the state of every instance that should run.
+// planInstances plans the creations and returns the update state of every instance that should
+// run.
+func (p *plan) planInstances(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, replicas int, now time.Time, inFlight func(*corev1.Pod) bool) []updateState {
 	rolling := RollingTemplate(t)
 	var states []updateState
 	for id := 0; id < replicas; id++ {
@@ -229,8 +243,12 @@ func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*cor
 			needsUpdate: !busy && !isTerminating(pod) && !isFinished(pod) && pod.Labels[appsv1alpha1.LabelTemplateHash] != info.hash,
 		})
 	}
+	return states
+}
 
-	// Updates.
+// planUpdates picks the updates the budgets allow, in place or by re-creation, and returns the
+// instances it updates.
+func (p *plan) planUpdates(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, states []updateState, replicas int) map[int]bool {
 	partition := int(ptr.Deref(t.Spec.UpdateStrategy.Partition, 0))
 	rollLimit := resolveMaxUnavailable(t.Spec.UpdateStrategy.MaxUnavailable, intstr.FromInt32(1), replicas)
 	forceLimit := resolveMaxUnavailable(t.Spec.UpdateStrategy.ForceUpdate.MaxUnavailable, intstr.FromString("100%"), replicas)
@@ -245,11 +263,15 @@ func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*cor
 			p.deletes = append(p.deletes, podDeletion{pod: pod, id: id, reason: deleteRecreate})
 		}
 	}
+	return updating
+}
 
-	// Readiness gates to open.
+// planGates plans the readiness gates to open, on pods this plan neither deletes nor updates
+// (planned reports those) and that have no write in flight.
+func (p *plan) planGates(templates *templateSet, ids []int, pods map[int]*corev1.Pod, replicas int, inFlight func(*corev1.Pod) bool, planned func(int, *corev1.Pod) bool) {
 	for _, id := range ids {
 		pod := pods[id]
-		if updating[id] || reasons[pod] != "" || inFlight(pod) {
+		if planned(id, pod) || inFlight(pod) {
 			continue
 		}
 		desiredHash := ""
@@ -262,5 +284,4 @@ func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*cor
 			p.markReady = append(p.markReady, pod)
 		}
 	}
-	return p
 }

@@ -100,15 +100,11 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 		st.Conditions = append(st.Conditions, *c.DeepCopy())
 	}
 	replicas := desiredReplicas(t)
-	partition := int(ptr.Deref(t.Spec.UpdateStrategy.Partition, 0))
-
 	maxID := replicas - 1
 	for id := range pods {
 		maxID = max(maxID, id)
 	}
-	var active []appsv1alpha1.InstanceStatus
-	killed, wanted, wantedAvailable, wantedUpdated := 0, 0, 0, 0
-	complete, updatesPending := true, false
+	tl := tally{complete: true, partition: int(ptr.Deref(t.Spec.UpdateStrategy.Partition, 0))}
 	for id := 0; id <= maxID; id++ {
 		pod := pods[id]
 		if id >= replicas && pod == nil {
@@ -120,64 +116,83 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 			info, _ = templates.forInstance(id)
 		}
 		if !want && id < replicas {
-			killed++
+			tl.killed++
 		}
 		s := instanceStatus(pod, want, info)
 		st.Statuses[strconv.Itoa(id)] = s
 		if want {
-			active = append(active, s)
-			wanted++
+			tl.active = append(tl.active, s)
+			tl.wanted++
 		}
-		if pod != nil && isTerminating(pod) {
-			complete = false
-		}
-		if pod == nil || isTerminating(pod) {
-			if want {
-				complete = false
-			}
-			continue
-		}
-		if !want {
-			complete = false
-		}
-		st.Replicas++
-		if podorder.IsReady(pod) {
-			st.ReadyReplicas++
-		}
-		avail, _ := podAvailable(pod, t.Spec.MinReadySeconds, now)
-		if avail {
-			st.AvailableReplicas++
-		}
-		if !want {
-			continue
-		}
-		if avail {
-			wantedAvailable++
-		} else if !isFinished(pod) {
-			// A finished pod the agent keeps (restart policy, neverMigrate) is done, not behind.
-			complete = false
-		}
-		updated := info != nil && pod.Labels[appsv1alpha1.LabelTemplateHash] == info.hash
-		if updated && !isInPlaceUpdating(pod) {
-			st.UpdatedReplicas++
-			wantedUpdated++
-		}
-		if !updated && id >= partition && !isFinished(pod) {
-			complete = false
-			updatesPending = true
-		}
-		if updated && isInPlaceUpdating(pod) {
-			complete = false
-		}
+		tl.count(t, &st, id, pod, want, info, now)
 	}
-	st.AppStatus = appStatus(active, killed)
+	st.AppStatus = appStatus(tl.active, tl.killed)
+	setConditions(t, &st, &tl, now, fail)
+	return st
+}
 
+// tally is what computeStatus counts over the instances.
+type tally struct {
+	partition                          int
+	active                             []appsv1alpha1.InstanceStatus
+	killed, wanted, available, updated int
+	complete, updatesPending           bool
+}
+
+// count adds the pod of instance id (want: the instance should run, on template info) to the
+// status counts and the tally.
+func (tl *tally) count(t *appsv1alpha1.TApp, st *appsv1alpha1.TAppStatus, id int, pod *corev1.Pod, want bool, info *templateInfo, now time.Time) {
+	if pod != nil && isTerminating(pod) {
+		tl.complete = false
+	}
+	if pod == nil || isTerminating(pod) {
+		if want {
+			tl.complete = false
+		}
+		return
+	}
+	if !want {
+		tl.complete = false
+	}
+	st.Replicas++
+	if podorder.IsReady(pod) {
+		st.ReadyReplicas++
+	}
+	avail, _ := podAvailable(pod, t.Spec.MinReadySeconds, now)
+	if avail {
+		st.AvailableReplicas++
+	}
+	if !want {
+		return
+	}
+	if avail {
+		tl.available++
+	} else if !isFinished(pod) {
+		// A finished pod the agent keeps (restart policy, neverMigrate) is done, not behind.
+		tl.complete = false
+	}
+	updated := info != nil && pod.Labels[appsv1alpha1.LabelTemplateHash] == info.hash
+	if updated && !isInPlaceUpdating(pod) {
+		st.UpdatedReplicas++
+		tl.updated++
+	}
+	if !updated && id >= tl.partition && !isFinished(pod) {
+		tl.complete = false
+		tl.updatesPending = true
+	}
+	if updated && isInPlaceUpdating(pod) {
+		tl.complete = false
+	}
+}
+
+// setConditions sets Available, Progressing and ReplicaFailure from the tally and the failure.
+func setConditions(t *appsv1alpha1.TApp, st *appsv1alpha1.TAppStatus, tl *tally, now time.Time, fail *failure) {
 	gen := t.Generation
 	at := metav1.NewTime(now).Rfc3339Copy()
-	maxUnavailable := resolveMaxUnavailable(t.Spec.UpdateStrategy.MaxUnavailable, intstr.FromInt32(1), replicas)
+	maxUnavailable := resolveMaxUnavailable(t.Spec.UpdateStrategy.MaxUnavailable, intstr.FromInt32(1), desiredReplicas(t))
 	avail := metav1.Condition{Type: appsv1alpha1.ConditionAvailable, ObservedGeneration: gen, LastTransitionTime: at,
-		Message: fmt.Sprintf("%d of %d instances available (at most %d may be unavailable)", wantedAvailable, wanted, maxUnavailable)}
-	if wantedAvailable >= wanted-maxUnavailable {
+		Message: fmt.Sprintf("%d of %d instances available (at most %d may be unavailable)", tl.available, tl.wanted, maxUnavailable)}
+	if tl.available >= tl.wanted-maxUnavailable {
 		avail.Status, avail.Reason = metav1.ConditionTrue, appsv1alpha1.ReasonMinimumAvailable
 	} else {
 		avail.Status, avail.Reason = metav1.ConditionFalse, appsv1alpha1.ReasonMinimumUnavailable
@@ -186,15 +201,15 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 
 	prog := metav1.Condition{Type: appsv1alpha1.ConditionProgressing, ObservedGeneration: gen, LastTransitionTime: at}
 	switch {
-	case t.Spec.UpdateStrategy.Paused && updatesPending:
+	case t.Spec.UpdateStrategy.Paused && tl.updatesPending:
 		prog.Status, prog.Reason = metav1.ConditionFalse, appsv1alpha1.ReasonRolloutPaused
-		prog.Message = fmt.Sprintf("updates are paused with %d of %d instances updated", wantedUpdated, wanted)
-	case complete:
+		prog.Message = fmt.Sprintf("updates are paused with %d of %d instances updated", tl.updated, tl.wanted)
+	case tl.complete:
 		prog.Status, prog.Reason = metav1.ConditionTrue, appsv1alpha1.ReasonRolloutComplete
-		prog.Message = fmt.Sprintf("all %d instances are up to date and available", wanted)
+		prog.Message = fmt.Sprintf("all %d instances are up to date and available", tl.wanted)
 	default:
 		prog.Status, prog.Reason = metav1.ConditionTrue, appsv1alpha1.ReasonRolloutInProgress
-		prog.Message = fmt.Sprintf("%d of %d instances updated, %d available", wantedUpdated, wanted, wantedAvailable)
+		prog.Message = fmt.Sprintf("%d of %d instances updated, %d available", tl.updated, tl.wanted, tl.available)
 	}
 	meta.SetStatusCondition(&st.Conditions, prog)
 
@@ -204,5 +219,4 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, appsv1alpha1.ConditionReplicaFailure)
 	}
-	return st
 }

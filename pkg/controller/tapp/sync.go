@@ -43,7 +43,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("TApp deleted")
 		c.expectations.DeleteExpectations(key)
-		c.forgetStatus(key)
+		c.written.Forget(key)
 		metrics.ForgetWorkload(metricsKind, namespace, tappName)
 		return nil
 	}
@@ -73,7 +73,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	var p *plan
 	if fail = validateSelector(t); fail != nil {
 		if !hasFailure(t, fail) {
-			c.recorder.Event(t, corev1.EventTypeWarning, fail.reason, fail.message)
+			c.Recorder.Event(t, corev1.EventTypeWarning, fail.reason, fail.message)
 		}
 	} else {
 		if t.Spec.AutoDeleteUnusedTemplate {
@@ -92,7 +92,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 		return errors.Join(manageErr, err)
 	}
 	if p != nil && p.requeueAfter > 0 {
-		c.queue.AddAfter(name, p.requeueAfter)
+		c.Queue.AddAfter(name, p.requeueAfter)
 	}
 	return manageErr
 }
@@ -245,10 +245,10 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		case apierrors.IsAlreadyExists(err):
 			// Our cache lags or the claim outlived an earlier TApp of this name: use it.
 		case err != nil:
-			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating claim %s for instance %d: %v", claim.Name, in.id, err)
+			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating claim %s for instance %d: %v", claim.Name, in.id, err)
 			return fmt.Errorf("creating claim %s: %w", claim.Name, err)
 		default:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created claim %s for instance %d", claim.Name, in.id)
+			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created claim %s for instance %d", claim.Name, in.id)
 		}
 	}
 	pod := newPod(t, in.id, in.info)
@@ -268,10 +268,10 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		}
 	}
 	if err != nil {
-		c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
+		c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
-	c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created pod %s for instance %d", pod.Name, in.id)
+	c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created pod %s for instance %d", pod.Name, in.id)
 	c.openGate(ctx, created)
 	return nil
 }
@@ -311,18 +311,18 @@ func (c *Controller) deletePods(ctx context.Context, t *appsv1alpha1.TApp, key s
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, "Error deleting pod %s of instance %d: %v", d.pod.Name, d.id, err)
+			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, "Error deleting pod %s of instance %d: %v", d.pod.Name, d.id, err)
 			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
 		switch d.reason {
 		case deleteKill:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonKilled, "Killed instance %d: deleted pod %s", d.id, d.pod.Name)
+			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonKilled, "Killed instance %d: deleted pod %s", d.id, d.pod.Name)
 		case deleteRecreate:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonRecreate, "Deleted pod %s of instance %d to re-create it from its new template", d.pod.Name, d.id)
+			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonRecreate, "Deleted pod %s of instance %d to re-create it from its new template", d.pod.Name, d.id)
 		case deleteRestart:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted finished pod %s of instance %d (phase %s) to start it again", d.pod.Name, d.id, d.pod.Status.Phase)
+			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted finished pod %s of instance %d (phase %s) to start it again", d.pod.Name, d.id, d.pod.Status.Phase)
 		default:
-			c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted pod %s of instance %d (scale down)", d.pod.Name, d.id)
+			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulDelete, "Deleted pod %s of instance %d (scale down)", d.pod.Name, d.id)
 		}
 		return nil
 	})
@@ -437,16 +437,16 @@ func (c *Controller) updateInPlace(ctx context.Context, t *appsv1alpha1.TApp, te
 			if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType,
 				conditionPatch(u.pod.UID, corev1.ConditionFalse, reasonInPlaceUpdating, msg, now), metav1.PatchOptions{}, "status"); err != nil {
 				c.writes.forget(u.pod)
-				c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error starting in-place update of pod %s: %v", u.pod.Name, err)
+				c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error starting in-place update of pod %s: %v", u.pod.Name, err)
 				return fmt.Errorf("setting %s False on pod %s: %w", appsv1alpha1.ConditionInPlaceUpdateReady, u.pod.Name, err)
 			}
 		}
 		if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patches[i], metav1.PatchOptions{}); err != nil {
 			c.writes.forget(u.pod)
-			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error updating pod %s in place: %v", u.pod.Name, err)
+			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error updating pod %s in place: %v", u.pod.Name, err)
 			return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
 		}
-		c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonInPlaceUpdate, "Updating pod %s of instance %d in place to template %s", u.pod.Name, u.id, u.to.hash)
+		c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonInPlaceUpdate, "Updating pod %s of instance %d in place to template %s", u.pod.Name, u.id, u.to.hash)
 		return nil
 	})
 	return res.Err
@@ -496,11 +496,11 @@ func (c *Controller) forceDeleteStuck(ctx context.Context, t *appsv1alpha1.TApp,
 			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, "Error force-deleting pod %s stuck on node %s: %v", pod.Name, pod.Spec.NodeName, err)
+			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedDelete, "Error force-deleting pod %s stuck on node %s: %v", pod.Name, pod.Spec.NodeName, err)
 			errs = append(errs, fmt.Errorf("force-deleting pod %s: %w", pod.Name, err))
 			continue
 		}
-		c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonForceDelete, "Force-deleted pod %s stuck terminating on NotReady node %s", pod.Name, pod.Spec.NodeName)
+		c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonForceDelete, "Force-deleted pod %s stuck terminating on NotReady node %s", pod.Name, pod.Spec.NodeName)
 	}
 	return errors.Join(errs...)
 }
@@ -546,10 +546,10 @@ func (c *Controller) pruneTemplates(ctx context.Context, t *appsv1alpha1.TApp, p
 		delete(cp.Spec.TemplatePool, n)
 	}
 	if _, err := c.client.AppsV1alpha1().TApps(t.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		c.recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedTemplatePrune, "Error removing unused templates %s: %v", strings.Join(unused, ", "), err)
+		c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedTemplatePrune, "Error removing unused templates %s: %v", strings.Join(unused, ", "), err)
 		return false, err
 	}
-	c.recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonTemplatePruned, "Removed unused templates %s from templatePool", strings.Join(unused, ", "))
+	c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonTemplatePruned, "Removed unused templates %s from templatePool", strings.Join(unused, ", "))
 	return true, nil
 }
 
@@ -562,16 +562,7 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 		status.Statuses = nil
 	}
 	key := expectations.ObjectKey(t)
-	current, version := &t.Status, t.ResourceVersion
-	c.statusMu.Lock()
-	if w, ok := c.written[key]; ok {
-		if w.baseVersion == t.ResourceVersion {
-			current, version = &w.status, w.newVersion
-		} else {
-			delete(c.written, key)
-		}
-	}
-	c.statusMu.Unlock()
+	current, version := c.written.Current(key, t.ResourceVersion, &t.Status)
 	if equality.Semantic.DeepEqual(*current, status) {
 		return nil
 	}
@@ -579,26 +570,10 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 	cp.ResourceVersion = version
 	cp.Status = status
 	out, err := c.client.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
 	if err != nil {
-		delete(c.written, key)
+		c.written.Forget(key)
 		return err
 	}
-	c.written[key] = writtenStatus{baseVersion: t.ResourceVersion, newVersion: out.ResourceVersion, status: *out.Status.DeepCopy()}
+	c.written.Wrote(key, t.ResourceVersion, out.ResourceVersion, out.Status.DeepCopy())
 	return nil
-}
-
-// writtenStatus is the controller's last status write of a TApp: baseVersion is the version the
-// cache held, newVersion the version the write produced.
-type writtenStatus struct {
-	baseVersion, newVersion string
-	status                  appsv1alpha1.TAppStatus
-}
-
-// forgetStatus drops the record of the last status write of a TApp.
-func (c *Controller) forgetStatus(key string) {
-	c.statusMu.Lock()
-	defer c.statusMu.Unlock()
-	delete(c.written, key)
 }

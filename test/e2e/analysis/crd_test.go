@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
@@ -76,11 +75,8 @@ func installCheckHolderCRD(t *testing.T, cluster *localcluster.Cluster) {
 func TestCheckSchema(t *testing.T) {
 	cluster := localcluster.Shared(t)
 	installCheckHolderCRD(t, cluster)
-	dyn, err := dynamic.NewForConfig(cluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ns, _ := namespace(t)
+	e, _ := namespace(t)
+	dyn, ns := e.Dyn, e.NS
 	for _, tc := range []struct {
 		name  string
 		check string

@@ -2,9 +2,9 @@ package analysis
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 // jobCheck runs a Job of image: kwok finishes pods of "job-succeed" images with exit code 0
@@ -43,7 +44,8 @@ func TestJob(t *testing.T) {
 		{"example.com/smoke:job-fail", v1alpha1.AnalysisFailed, "false"},
 	} {
 		t.Run(tc.image, func(t *testing.T) {
-			kube, ns, owner := namespace(t)
+			e, owner := namespace(t)
+			kube, ns := e.Kube, e.NS
 			check := jobCheck(tc.image)
 			target := analysis.Target{Namespace: ns, Owner: owner, Run: "release-1-smoke"}
 			p, err := analysis.Env{Client: kube}.Provider(check, target)
@@ -75,25 +77,19 @@ func TestJob(t *testing.T) {
 // waitGone waits until the namespace has no Job and no Job pod left.
 func waitGone(t *testing.T, kube kubernetes.Interface, ns string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		jobs, err1 := kube.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{})
-		pods, err2 := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-		if err1 == nil && err2 == nil && len(jobs.Items) == 0 && len(pods.Items) == 0 {
-			return
+	e2eenv.WaitFor(t, context.Background(), "no Job and no Job pod left after Cleanup", func(ctx context.Context) (bool, string, error) {
+		jobs, err1 := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		pods, err2 := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err1 != nil || err2 != nil {
+			return false, fmt.Sprint(err1, err2), nil
 		}
-		if time.Now().After(deadline) {
-			var names []string
-			if err1 == nil && err2 == nil {
-				for _, j := range jobs.Items {
-					names = append(names, "job/"+j.Name)
-				}
-				for _, p := range pods.Items {
-					names = append(names, "pod/"+p.Name)
-				}
-			}
-			t.Fatalf("after Cleanup, left: %s %v %v", strings.Join(names, " "), err1, err2)
+		var names []string
+		for _, j := range jobs.Items {
+			names = append(names, "job/"+j.Name)
 		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		for _, p := range pods.Items {
+			names = append(names, "pod/"+p.Name)
+		}
+		return len(names) == 0, "left: " + strings.Join(names, " "), nil
+	})
 }

@@ -11,10 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
@@ -64,23 +64,11 @@ func values(st v1alpha1.AnalysisCheckStatus) []string {
 	return out
 }
 
-// namespace makes a namespace for one test, deleted when it ends, and a ConfigMap in it that
-// stands for the release owning what checks create.
-func namespace(t *testing.T) (kubernetes.Interface, string, metav1.OwnerReference) {
+// namespace makes a namespace for one test (e2eenv.Setup: deleted when it ends), and a ConfigMap
+// in it that stands for the release owning what checks create.
+func namespace(t *testing.T) (*e2eenv.Env, metav1.OwnerReference) {
 	t.Helper()
-	kube, err := kubernetes.NewForConfig(localcluster.Shared(t).RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "analysis-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	cm, err := kube.CoreV1().ConfigMaps(ns.Name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "release"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kube, ns.Name, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}
+	e := e2eenv.Setup(t)
+	cm := e2eenv.Create(t, e.Ctx, e.Kube.CoreV1().ConfigMaps(e.NS), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "release"}})
+	return e, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}
 }

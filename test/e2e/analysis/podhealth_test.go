@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 // canaryDeployment runs 2 pods of image, labelled app=name.
@@ -54,17 +56,24 @@ func podHealthEnv(t *testing.T, kube kubernetes.Interface, ns string) analysis.E
 // waitPods polls the app's pods until ok says they are as wanted.
 func waitPods(t *testing.T, kube kubernetes.Interface, ns, app, what string, ok func([]corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
-		if err == nil && ok(list.Items) {
-			return list.Items
+	var pods []corev1.Pod
+	e2eenv.WaitFor(t, context.Background(), what, func(ctx context.Context) (bool, string, error) {
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after a minute: %v %v", what, list, err)
-		}
-		time.Sleep(300 * time.Millisecond)
+		pods = list.Items
+		return ok(pods), fmt.Sprintf("%d pods: %v", len(pods), podStates(pods)), nil
+	})
+	return pods
+}
+
+func podStates(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, fmt.Sprintf("%s ready=%v restarts=%d", p.Name, !notReady(p), restarts(p)))
 	}
+	return out
 }
 
 func restarts(p corev1.Pod) int32 {
@@ -80,7 +89,8 @@ func notReady(p corev1.Pod) bool { return !podorder.IsReady(&p) }
 // Pods of a "crashloop" image keep restarting and are never ready (the kwok stages
 // pod-crashloop-*), and podHealth fails on them.
 func TestPodHealthCatchesCrashLoop(t *testing.T) {
-	kube, ns, owner := namespace(t)
+	e, owner := namespace(t)
+	kube, ns := e.Kube, e.NS
 	canaryDeployment(t, kube, ns, "crash", "example.com/app:crashloop")
 
 	first := waitPods(t, kube, ns, "crash", "2 crash-looping pods with a restart", func(pods []corev1.Pod) bool {
@@ -120,7 +130,8 @@ func TestPodHealthCatchesCrashLoop(t *testing.T) {
 
 // The same check passes on pods that run normally.
 func TestPodHealthPassesHealthyPods(t *testing.T) {
-	kube, ns, owner := namespace(t)
+	e, owner := namespace(t)
+	kube, ns := e.Kube, e.NS
 	canaryDeployment(t, kube, ns, "fine", "example.com/app:v2")
 	waitPods(t, kube, ns, "fine", "2 ready pods", func(pods []corev1.Pod) bool {
 		return len(pods) == 2 && !notReady(pods[0]) && !notReady(pods[1])

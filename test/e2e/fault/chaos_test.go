@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/invariant"
 )
 
@@ -56,9 +57,9 @@ func chaosRound(t *testing.T) (v violations) {
 	agents := []*agentproc.Agent{e.startAgent(), e.startAgent()}
 	leader, leaderID := e.leader(agents, "")
 	e.waitRollout(workload.TApp, "chaos", workload.StateComplete)
-	e.waitFor("the stable Deployment available", e.deploymentAvailable("web", canaryN))
-	tw := invariant.TApp(e.ctx, e.kube, e.ns, "chaos", tappN, maxUnavailable)
-	cw := invariant.Capacity(e.ctx, e.kube, e.ns, "web", "web-canary", canaryN)
+	e2eenv.WaitFor(e.T, e.Ctx, "the stable Deployment available", e.deploymentAvailable("web", canaryN))
+	tw := invariant.TApp(e.Ctx, e.Kube, e.NS, "chaos", tappN, maxUnavailable)
+	cw := invariant.Capacity(e.Ctx, e.Kube, e.NS, "web", "web-canary", canaryN)
 
 	e.patch(workload.TApp, "chaos", `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/app:v2"}]}}}}`)
 	e.apply(canaryManifest("web", "web", "web-canary", canaryN, 10))
@@ -115,7 +116,7 @@ func (e *env) replaceExited(agents []*agentproc.Agent) []*agentproc.Agent {
 
 // completes waits for the rollout to complete and reports whether it did.
 func (e *env) completes(k workload.Kind, name string) bool {
-	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(e.Ctx, 5*time.Minute)
 	defer cancel()
 	for ctx.Err() == nil {
 		if st, _, err := e.rollout(ctx, k, name); err == nil && st.State == workload.StateComplete {
@@ -123,6 +124,6 @@ func (e *env) completes(k workload.Kind, name string) bool {
 		}
 		time.Sleep(time.Second)
 	}
-	e.t.Logf("%s/%s did not complete", k.Short, name)
+	e.T.Logf("%s/%s did not complete", k.Short, name)
 	return false
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/invariant"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
@@ -33,7 +34,7 @@ func TestLeaderFrozenPastLease(t *testing.T) {
 	agents := []*agentproc.Agent{e.startAgent(shortLease...), e.startAgent(shortLease...)}
 	old, oldID := e.leader(agents, "")
 	e.waitRollout(workload.TApp, name, workload.StateComplete)
-	w := invariant.TApp(e.ctx, e.kube, e.ns, name, n, maxUnavailable)
+	w := invariant.TApp(e.Ctx, e.Kube, e.NS, name, n, maxUnavailable)
 
 	e.patch(workload.TApp, name, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/app:v2"}]}}}}`)
 	e.waitUpdated(tappSelector(name), "registry.invalid/app:v2", 2)
@@ -46,7 +47,7 @@ func TestLeaderFrozenPastLease(t *testing.T) {
 	checkWatcher(t, "TApp", w)
 
 	// The old leader, continued, finds its fence closed: it stops its controllers and exits.
-	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.Ctx, 30*time.Second)
 	defer cancel()
 	if code, err := old.Wait(ctx); err != nil || code == 0 {
 		t.Errorf("the continued ex-leader: exit code %d, %v; want it to exit non-zero at once", code, err)
@@ -102,12 +103,12 @@ func accepted(ev auditEvent) bool {
 
 // restartControlPlane stops kube-apiserver and etcd in place and starts them again.
 func (e *env) restartControlPlane() {
-	e.t.Helper()
+	e.T.Helper()
 	start := time.Now()
-	if err := e.cluster.RestartComponents(e.ctx, 2*time.Second, localcluster.APIServer, localcluster.Etcd); err != nil {
-		e.t.Fatal(err)
+	if err := e.Cluster.RestartComponents(e.Ctx, 2*time.Second, localcluster.APIServer, localcluster.Etcd); err != nil {
+		e.T.Fatal(err)
 	}
-	e.t.Logf("control plane restarted in %.1fs", time.Since(start).Seconds())
+	e.T.Logf("control plane restarted in %.1fs", time.Since(start).Seconds())
 }
 
 // kube-apiserver and etcd restart in the middle of a rollout of each kind: it completes, nothing
@@ -119,7 +120,7 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 		e.apply(tappManifest(name, n, maxUnavailable, 2, "registry.invalid/app:v1"))
 		e.startAgent("--leader-elect=false", "--controllers=tapp")
 		e.waitRollout(workload.TApp, name, workload.StateComplete)
-		w := invariant.TApp(e.ctx, e.kube, e.ns, name, n, maxUnavailable)
+		w := invariant.TApp(e.Ctx, e.Kube, e.NS, name, n, maxUnavailable)
 		e.patch(workload.TApp, name, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/app:v2"}]}}}}`)
 		e.waitUpdated(tappSelector(name), "registry.invalid/app:v2", 2)
 		e.restartControlPlane()
@@ -144,8 +145,8 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 		e := setup(t)
 		const n = 10
 		e.apply(stableManifest("web", n))
-		e.waitFor("the stable Deployment available", e.deploymentAvailable("web", n))
-		w := invariant.Capacity(e.ctx, e.kube, e.ns, "web", "web-canary", n)
+		e2eenv.WaitFor(e.T, e.Ctx, "the stable Deployment available", e.deploymentAvailable("web", n))
+		w := invariant.Capacity(e.Ctx, e.Kube, e.NS, "web", "web-canary", n)
 		e.startAgent("--leader-elect=false", "--controllers=canary")
 		e.apply(canaryManifest("web", "web", "web-canary", n, 5))
 		e.waitUpdated("track=canary", "registry.invalid/app:v2", 2)
@@ -169,19 +170,19 @@ func TestWatchExpiredByCompaction(t *testing.T) {
 	a := e.startAgent("--leader-elect=false", "--controllers=tapp")
 	id := identity(t, a)
 	e.waitRollout(workload.TApp, name, workload.StateComplete)
-	w := invariant.TApp(e.ctx, e.kube, e.ns, name, n, maxUnavailable)
+	w := invariant.TApp(e.Ctx, e.Kube, e.NS, name, n, maxUnavailable)
 	e.patch(workload.TApp, name, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/app:v2"}]}}}}`)
 	e.waitUpdated(tappSelector(name), "registry.invalid/app:v2", 2)
 
-	if err := e.cluster.StopComponents(localcluster.APIServer); err != nil {
+	if err := e.Cluster.StopComponents(localcluster.APIServer); err != nil {
 		t.Fatal(err)
 	}
 	down := time.Now()
-	rev, err := e.cluster.CompactEtcd(e.ctx)
+	rev, err := e.Cluster.CompactEtcd(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.cluster.StartComponents(e.ctx, localcluster.APIServer); err != nil {
+	if err := e.Cluster.StartComponents(e.Ctx, localcluster.APIServer); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("etcd compacted at revision %d with the API server down", rev)
@@ -222,31 +223,31 @@ var identityRE = regexp.MustCompile(`"Starting workload-agent".* identity="([^"]
 
 // checkPods checks that exactly n live pods match sel, all running image, with distinct names.
 func (e *env) checkPods(sel string, n int, image string) {
-	e.t.Helper()
-	e.waitFor(fmt.Sprintf("%d pods %s on %s, no other", n, sel, image), func(ctx context.Context) (bool, string) {
-		list, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	e.T.Helper()
+	e2eenv.WaitFor(e.T, e.Ctx, fmt.Sprintf("%d pods %s on %s, no other", n, sel, image), func(ctx context.Context) (bool, string, error) {
+		list, err := e.Kube.CoreV1().Pods(e.NS).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
 		live, updated := 0, 0
 		for _, p := range list.Items {
 			if p.DeletionTimestamp == nil {
 				live++
-				if p.Spec.Containers[0].Image == image && invariant.PodReady(&p) {
+				if p.Spec.Containers[0].Image == image && e2eenv.PodReady(&p) {
 					updated++
 				}
 			}
 		}
-		return live == n && updated == n, fmt.Sprintf("%d live, %d ready on %s", live, updated, image)
+		return live == n && updated == n, fmt.Sprintf("%d live, %d ready on %s", live, updated, image), nil
 	})
 }
 
 // checkOneDeploymentPerSubset checks that the UnitedDeployment owns one Deployment per subset.
 func (e *env) checkOneDeploymentPerSubset(name string, subsets int) {
-	e.t.Helper()
-	list, err := e.kube.AppsV1().Deployments(e.ns).List(e.ctx, metav1.ListOptions{})
+	e.T.Helper()
+	list, err := e.Kube.AppsV1().Deployments(e.NS).List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	owned := 0
 	for _, d := range list.Items {
@@ -257,17 +258,17 @@ func (e *env) checkOneDeploymentPerSubset(name string, subsets int) {
 		}
 	}
 	if owned != subsets {
-		e.t.Errorf("the UnitedDeployment owns %d Deployments; want %d, one per subset", owned, subsets)
+		e.T.Errorf("the UnitedDeployment owns %d Deployments; want %d, one per subset", owned, subsets)
 	}
 }
 
-func (e *env) deploymentAvailable(name string, n int32) func(ctx context.Context) (bool, string) {
-	return func(ctx context.Context) (bool, string) {
-		d, err := e.kube.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
+func (e *env) deploymentAvailable(name string, n int32) func(ctx context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		d, err := e.Kube.AppsV1().Deployments(e.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
-		return available(d) >= n, fmt.Sprintf("%d available", available(d))
+		return available(d) >= n, fmt.Sprintf("%d available", available(d)), nil
 	}
 }
 

@@ -11,69 +11,46 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 	"github.com/kubectl-workload/kubectl-workload/test/invariant"
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
-// waitTimeout bounds every wait; a safety net, not a performance target.
-const waitTimeout = 5 * time.Minute
-
 // leaseNamespace holds the agents' Lease (agentproc's default).
 const leaseNamespace = "kube-system"
 
+// env is e2eenv's, with the Lease the test's agents elect a leader on.
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	cluster *localcluster.Cluster
-	kube    kubernetes.Interface
-	dyn     dynamic.Interface
-	ns      string
-	lease   string
+	*e2eenv.Env
+	lease string
 }
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	cluster := localcluster.Shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	t.Cleanup(cancel)
-	kube, err := kubernetes.NewForConfig(cluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fault-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, ctx: ctx, cluster: cluster, kube: kube, dyn: dyn, ns: ns.Name, lease: "agent-" + ns.Name}
+	e := e2eenv.Setup(t)
+	return &env{Env: e, lease: "agent-" + e.NS}
 }
 
 // startAgent starts an agent in the test's namespace, electing a leader on the test's own Lease
-// (unless args turn election off).
+// (unless args turn election off), and waits until it is ready (a standby is ready too). Its
+// log is not checked for errors: the tests freeze and kill agents on purpose.
 func (e *env) startAgent(args ...string) *agentproc.Agent {
-	e.t.Helper()
-	return agentproc.Start(e.t, agentproc.Options{
-		Kubeconfig: e.cluster.Kubeconfig,
-		Args:       append([]string{"--namespace=" + e.ns, "--leader-elect-id=" + e.lease}, args...),
+	e.T.Helper()
+	return e.RunAgent(agentproc.Options{
+		Kubeconfig: e.Cluster.Kubeconfig,
+		Args:       append([]string{"--namespace=" + e.NS, "--leader-elect-id=" + e.lease}, args...),
 	})
 }
 
 // holder returns the identity holding the test's Lease ("" when none).
 func (e *env) holder(ctx context.Context) string {
-	l, err := e.kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, e.lease, metav1.GetOptions{})
+	l, err := e.Kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, e.lease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -83,67 +60,53 @@ func (e *env) holder(ctx context.Context) string {
 // leader waits until one of the agents leads and returns it with its identity, read from the
 // Lease and matched to the agent by its log.
 func (e *env) leader(agents []*agentproc.Agent, not string) (*agentproc.Agent, string) {
-	e.t.Helper()
+	e.T.Helper()
 	var leader *agentproc.Agent
 	var id string
-	e.waitFor("an agent to lead", func(ctx context.Context) (bool, string) {
+	e2eenv.WaitFor(e.T, e.Ctx, "an agent to lead", func(ctx context.Context) (bool, string, error) {
 		id = e.holder(ctx)
 		if id == "" || id == not {
-			return false, "Lease held by " + id
+			return false, "Lease held by " + id, nil
 		}
 		for _, a := range agents {
 			if a.Running() && strings.Contains(a.Log(), "identity=\""+id+"\"") {
 				leader = a
-				return true, ""
+				return true, "", nil
 			}
 		}
-		return false, "no running agent logged identity " + id
+		return false, "no running agent logged identity " + id, nil
 	})
 	return leader, id
 }
 
-func (e *env) waitFor(what string, cond func(ctx context.Context) (bool, string)) {
-	e.t.Helper()
-	last, start := "not checked yet", time.Now()
-	err := wait.PollUntilContextTimeout(e.ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, detail := cond(ctx)
-		last = detail
-		return ok, nil
-	})
-	if err != nil {
-		e.t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
-	}
-	e.t.Logf("%5.1fs waiting for %s", time.Since(start).Seconds(), what)
-}
-
 // apply creates the objects of a YAML manifest in the test's namespace.
 func (e *env) apply(manifest string) {
-	e.t.Helper()
+	e.T.Helper()
 	objs, err := localcluster.DecodeManifests([]byte(manifest))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for _, o := range objs {
 		k, ok := workload.KindFor(o.GetKind())
 		if !ok {
-			e.t.Fatalf("no kind %s", o.GetKind())
+			e.T.Fatalf("no kind %s", o.GetKind())
 		}
-		if _, err := e.dyn.Resource(k.Resource).Namespace(e.ns).Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
-			e.t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		if _, err := e.Dyn.Resource(k.Resource).Namespace(e.NS).Create(e.Ctx, o, metav1.CreateOptions{}); err != nil {
+			e.T.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
 }
 
 func (e *env) patch(k workload.Kind, name, patch string) {
-	e.t.Helper()
-	if _, err := e.dyn.Resource(k.Resource).Namespace(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		e.t.Fatalf("patching %s/%s with %s: %v", k.Short, name, patch, err)
+	e.T.Helper()
+	if _, err := e.Dyn.Resource(k.Resource).Namespace(e.NS).Patch(e.Ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.T.Fatalf("patching %s/%s with %s: %v", k.Short, name, patch, err)
 	}
 }
 
 // rollout reads a workload's rollout status as `kubectl workload status` does.
 func (e *env) rollout(ctx context.Context, k workload.Kind, name string) (workload.RolloutStatus, *unstructured.Unstructured, error) {
-	obj, err := e.dyn.Resource(k.Resource).Namespace(e.ns).Get(ctx, name, metav1.GetOptions{})
+	obj, err := e.Dyn.Resource(k.Resource).Namespace(e.NS).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return workload.RolloutStatus{}, nil, err
 	}
@@ -152,24 +115,24 @@ func (e *env) rollout(ctx context.Context, k workload.Kind, name string) (worklo
 }
 
 func (e *env) waitRollout(k workload.Kind, name string, want workload.RolloutState) {
-	e.t.Helper()
-	e.waitFor(fmt.Sprintf("%s/%s to be %s", k.Short, name, want), func(ctx context.Context) (bool, string) {
+	e.T.Helper()
+	e2eenv.WaitFor(e.T, e.Ctx, fmt.Sprintf("%s/%s to be %s", k.Short, name, want), func(ctx context.Context) (bool, string, error) {
 		st, _, err := e.rollout(ctx, k, name)
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
-		return st.State == want, fmt.Sprintf("%s: %s", st.State, st.Summary)
+		return st.State == want, fmt.Sprintf("%s: %s", st.State, st.Summary), nil
 	})
 }
 
 // updatedPods waits until at least n of the pods labelled sel run image (the rollout is under
 // way), and fails if the rollout finished first.
 func (e *env) waitUpdated(sel, image string, n int) {
-	e.t.Helper()
-	e.waitFor(fmt.Sprintf("%d pods on %s", n, image), func(ctx context.Context) (bool, string) {
-		list, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	e.T.Helper()
+	e2eenv.WaitFor(e.T, e.Ctx, fmt.Sprintf("%d pods on %s", n, image), func(ctx context.Context) (bool, string, error) {
+		list, err := e.Kube.CoreV1().Pods(e.NS).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
 		c := 0
 		for _, p := range list.Items {
@@ -177,7 +140,7 @@ func (e *env) waitUpdated(sel, image string, n int) {
 				c++
 			}
 		}
-		return c >= n, fmt.Sprintf("%d/%d", c, len(list.Items))
+		return c >= n, fmt.Sprintf("%d/%d", c, len(list.Items)), nil
 	})
 }
 

@@ -7,9 +7,6 @@
 package fault
 
 import (
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
@@ -35,14 +32,5 @@ rules:
 var auditLog string
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	opts := localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}
-	if !testing.Short() {
-		var err error
-		if auditLog, err = localcluster.WithAuditLog(&opts, auditPolicy); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	localcluster.RunTestMain(m, opts)
+	localcluster.RunAuditedTestMain(m, localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}, &auditLog, auditPolicy)
 }

@@ -16,9 +16,6 @@
 package rbac
 
 import (
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
@@ -43,16 +40,9 @@ rules:
 const auditLogName = localcluster.AuditLogName
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	opts := localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}
-	if !testing.Short() {
-		// Creating an object with a blocking owner reference then needs update on the owner's
-		// finalizers subresource, as on clusters that enable it (OpenShift, some hardened
-		// distributions): a missing */finalizers grant is a 403 here too.
-		if _, err := localcluster.WithAuditLog(&opts, auditPolicy, "--enable-admission-plugins=OwnerReferencesPermissionEnforcement"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	localcluster.RunTestMain(m, opts)
+	// Creating an object with a blocking owner reference then needs update on the owner's
+	// finalizers subresource, as on clusters that enable it (OpenShift, some hardened
+	// distributions): a missing */finalizers grant is a 403 here too.
+	localcluster.RunAuditedTestMain(m, localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}, nil, auditPolicy,
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
 }
