@@ -92,14 +92,11 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Complete resolves the object, the namespace, the client and the printer.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, rest, err := resolve.Target(f, cmd, args, workload.Viewable...)
+	target, err := resolve.Only(f, cmd, args, workload.Viewable...)
 	if err != nil {
 		return err
 	}
 	ref := target.Ref
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
 	o.Ref = ref
 	if *o.PrintFlags.OutputFormat != "" {
 		if o.Printer, err = o.PrintFlags.ToPrinter(); err != nil {

@@ -80,14 +80,11 @@ func NewCmdHistory(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 
 // Complete resolves the object, the namespace and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, rest, err := resolve.Target(f, cmd, args, workload.WithHistory...)
+	target, err := resolve.Only(f, cmd, args, workload.WithHistory...)
 	if err != nil {
 		return err
 	}
 	ref := target.Ref
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
 	o.Ref = ref
 	o.Namespace = target.Namespace
 	o.Client, err = f.DynamicClient()

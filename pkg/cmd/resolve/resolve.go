@@ -4,6 +4,8 @@
 package resolve
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
@@ -30,4 +32,17 @@ func Target(g genericclioptions.RESTClientGetter, cmd *cobra.Command, args []str
 		}
 	}
 	return workload.Resolve(g, args, files, allowed...)
+}
+
+// Only resolves the workload like Target, for a command that takes no other argument: anything
+// left after the object is refused.
+func Only(g genericclioptions.RESTClientGetter, cmd *cobra.Command, args []string, allowed ...workload.Kind) (workload.Target, error) {
+	target, rest, err := Target(g, cmd, args, allowed...)
+	if err != nil {
+		return workload.Target{}, err
+	}
+	if len(rest) > 0 {
+		return workload.Target{}, fmt.Errorf("unexpected arguments after %s: %v", target.Ref, rest)
+	}
+	return target, nil
 }

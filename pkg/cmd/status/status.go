@@ -117,14 +117,11 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 
 // Complete resolves the object, the namespace, the client and how the output is displayed.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, rest, err := resolve.Target(f, cmd, args, workload.Viewable...)
+	target, err := resolve.Only(f, cmd, args, workload.Viewable...)
 	if err != nil {
 		return err
 	}
 	ref := target.Ref
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
 	if o.Timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative, got %v", o.Timeout)
 	}
