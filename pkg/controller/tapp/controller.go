@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsv1informers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	appsv1listers "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -21,6 +23,7 @@ import (
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/worker"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
@@ -42,6 +45,10 @@ type Controller struct {
 	pvcLister   corelisters.PersistentVolumeClaimLister
 	pvcsSynced  cache.InformerSynced
 
+	revisionLister  appsv1listers.ControllerRevisionLister
+	revisionsSynced cache.InformerSynced
+	history         revision.History
+
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder record.EventRecorder
 
@@ -57,18 +64,19 @@ type Controller struct {
 	written  map[string]writtenStatus
 }
 
-// NewController returns a TApp controller. podInformer and pvcInformer should be the agent's
-// managed (label-filtered) informers: every pod and PVC the controller creates carries
-// app.kubernetes.io/managed-by=workload-agent.
+// NewController returns a TApp controller. podInformer, pvcInformer and revisionInformer should
+// be the agent's managed (label-filtered) informers: every pod, PVC and ControllerRevision the
+// controller creates carries app.kubernetes.io/managed-by=workload-agent.
 func NewController(
 	kubeClient kubernetes.Interface,
 	client versioned.Interface,
 	tappInformer appsinformers.TAppInformer,
 	podInformer coreinformers.PodInformer,
 	pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	revisionInformer appsv1informers.ControllerRevisionInformer,
 	recorder record.EventRecorder,
 ) *Controller {
-	return newController(kubeClient, client, tappInformer, podInformer, pvcInformer, recorder, clock.RealClock{})
+	return newController(kubeClient, client, tappInformer, podInformer, pvcInformer, revisionInformer, recorder, clock.RealClock{})
 }
 
 func newController(
@@ -77,6 +85,7 @@ func newController(
 	tappInformer appsinformers.TAppInformer,
 	podInformer coreinformers.PodInformer,
 	pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	revisionInformer appsv1informers.ControllerRevisionInformer,
 	recorder record.EventRecorder,
 	clk clock.Clock,
 ) *Controller {
@@ -85,20 +94,23 @@ func newController(
 		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
 	)
 	c := &Controller{
-		kubeClient:   kubeClient,
-		client:       client,
-		tappLister:   tappInformer.Lister(),
-		tappsSynced:  tappInformer.Informer().HasSynced,
-		podLister:    podInformer.Lister(),
-		podsSynced:   podInformer.Informer().HasSynced,
-		pvcLister:    pvcInformer.Lister(),
-		pvcsSynced:   pvcInformer.Informer().HasSynced,
-		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: ControllerName}),
-		recorder:     recorder,
-		expectations: expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
-		writes:       newPendingWrites(clk),
-		written:      map[string]writtenStatus{},
-		clock:        clk,
+		kubeClient:      kubeClient,
+		client:          client,
+		tappLister:      tappInformer.Lister(),
+		tappsSynced:     tappInformer.Informer().HasSynced,
+		podLister:       podInformer.Lister(),
+		podsSynced:      podInformer.Informer().HasSynced,
+		pvcLister:       pvcInformer.Lister(),
+		pvcsSynced:      pvcInformer.Informer().HasSynced,
+		revisionLister:  revisionInformer.Lister(),
+		revisionsSynced: revisionInformer.Informer().HasSynced,
+		history:         revision.History{Client: kubeClient},
+		queue:           workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: ControllerName}),
+		recorder:        recorder,
+		expectations:    expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
+		writes:          newPendingWrites(clk),
+		written:         map[string]writtenStatus{},
+		clock:           clk,
 	}
 
 	if _, err := tappInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -127,7 +139,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 
 	logger.Info("Starting controller")
 	defer logger.Info("Stopped controller")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.tappsSynced, c.podsSynced, c.pvcsSynced) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.tappsSynced, c.podsSynced, c.pvcsSynced, c.revisionsSynced) {
 		c.queue.ShutDown()
 		return
 	}

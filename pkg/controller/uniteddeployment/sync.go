@@ -177,26 +177,11 @@ func (c *Controller) syncRevisions(ctx context.Context, ud *appsv1alpha1.UnitedD
 	revision.Sort(revisions)
 	labels := map[string]string{appsv1alpha1.LabelUnitedDeploymentName: ud.Name}
 	candidate := revision.New(ud, controllerKind, labels, data, revision.Next(revisions), &collisionCount)
-	equal := revision.FindEqual(revisions, candidate)
-	switch {
-	case len(equal) > 0 && equal[len(equal)-1] == revisions[len(revisions)-1]:
-		// The template has not changed since the latest revision.
-		updated = revisions[len(revisions)-1]
-	case len(equal) > 0:
-		// The template came back to an older revision: reuse it as the newest.
-		updated, err = c.history.Renumber(ctx, equal[len(equal)-1], candidate.Revision)
-	default:
-		updated, err = c.history.Create(ctx, ud, candidate, &collisionCount)
-	}
+	updated, err = c.history.Apply(ctx, ud, revision.PlanUpdate(revisions, candidate), &collisionCount)
 	if err != nil {
 		return nil, nil, collisionCount, fmt.Errorf("revision of spec.template: %w", err)
 	}
-	for _, r := range revisions {
-		if r.Name == ud.Status.CurrentRevision {
-			current = r
-			break
-		}
-	}
+	current = revision.Find(revisions, ud.Status.CurrentRevision)
 	if current == nil || ud.Status.CurrentRevision == updated.Name {
 		current = updated
 	}
