@@ -134,7 +134,8 @@ var Permissions = []Permission{
 	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted"},
 	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset Deployment; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
 
-	// ControllerRevisions: the UnitedDeployment's template history.
+	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
+	// controller's informer filtered by the managed-by label).
 	{apps, "controllerrevisions", "list", "", informerList},
 	{apps, "controllerrevisions", "watch", "", informerWatch},
 	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,19 +48,19 @@ const (
 //   - Deployment: a ReplicaSet selected by the Deployment's selector and controlled by it,
 //     numbered by its deployment.kubernetes.io/revision annotation; Template is its pod
 //     template without the pod-template-hash label.
-//   - TApp: nothing in the cluster keeps a TApp's template history, so the plugin keeps the
-//     template it replaced last in the tapp.apps.workload.dev/previous-template annotation
-//     (set image and undo write it). Revision 1 is that previous template, revision 2 the
-//     current one (revision 1 alone, current, while there is no annotation).
+//   - TApp: a ControllerRevision labelled app.kubernetes.io/managed-by=workload-agent and
+//     tapp.apps.workload.dev/name=<tapp> and controlled by it; Template is the spec.template it
+//     holds and TemplatePool the spec.templatePool (a TApp's revision covers both).
 type Revision struct {
 	Number int64 `json:"revision"`
-	// Name is the ControllerRevision or ReplicaSet; for a TApp, the template the history is of
-	// ("spec.template" or "spec.templatePool.<name>").
+	// Name is the ControllerRevision or ReplicaSet.
 	Name        string          `json:"name"`
 	Current     bool            `json:"current"`
 	ChangeCause string          `json:"changeCause,omitempty"`
 	Images      []string        `json:"images,omitempty"`
 	Template    json.RawMessage `json:"template"`
+	// TemplatePool is a TApp revision's spec.templatePool (absent when it had none).
+	TemplatePool map[string]json.RawMessage `json:"templatePool,omitempty"`
 }
 
 // Revisions reads a workload's history, oldest first, with the revision matching the current
@@ -82,7 +81,8 @@ func Revisions(ctx context.Context, client dynamic.Interface, namespace string, 
 	case Deployment.Name:
 		revs, err = replicaSetHistory(ctx, client, namespace, ref, obj)
 	case TApp.Name:
-		return tappHistory(ref, obj)
+		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj,
+			labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent, v1alpha1.LabelTAppName: obj.GetName()}).String(), "updateRevision")
 	default:
 		return nil, fmt.Errorf("a %s has no revision history", ref.Kind.Name)
 	}
@@ -134,33 +134,35 @@ func controllerRevisionHistory(ctx context.Context, client dynamic.Interface, na
 		if !ownedBy(&cr, obj) {
 			continue
 		}
-		tpl, err := revisionTemplate(cr.Data.Raw)
+		tpl, pool, err := revisionTemplate(cr.Data.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: ControllerRevision %s: %w", ref, cr.Name, err)
 		}
-		revs = append(revs, Revision{Number: cr.Revision, Name: cr.Name, ChangeCause: cr.Annotations[annotationChangeCause], Template: tpl})
+		revs = append(revs, Revision{Number: cr.Revision, Name: cr.Name, ChangeCause: cr.Annotations[annotationChangeCause], Template: tpl, TemplatePool: pool})
 	}
 	return revs, nil
 }
 
-// revisionTemplate reads the template a ControllerRevision holds. Both the StatefulSet
-// controller and our UnitedDeployment controller store a patch that restores spec.template:
+// revisionTemplate reads the template a ControllerRevision holds. The StatefulSet controller
+// and our UnitedDeployment and TApp controllers store a patch that restores spec.template:
 // {"spec":{"template":{…}}} (the StatefulSet's with "$patch":"replace" inside, which is
-// dropped here).
-func revisionTemplate(data []byte) (json.RawMessage, error) {
+// dropped here; the TApp's with spec.templatePool beside it, returned as pool).
+func revisionTemplate(data []byte) (json.RawMessage, map[string]json.RawMessage, error) {
 	var patch struct {
 		Spec struct {
-			Template map[string]interface{} `json:"template"`
+			Template     map[string]interface{}     `json:"template"`
+			TemplatePool map[string]json.RawMessage `json:"templatePool"`
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(data, &patch); err != nil {
-		return nil, fmt.Errorf("its data is not a spec.template patch: %w", err)
+		return nil, nil, fmt.Errorf("its data is not a spec.template patch: %w", err)
 	}
 	if patch.Spec.Template == nil {
-		return nil, fmt.Errorf("its data holds no spec.template")
+		return nil, nil, fmt.Errorf("its data holds no spec.template")
 	}
 	delete(patch.Spec.Template, "$patch")
-	return json.Marshal(patch.Spec.Template)
+	tpl, err := json.Marshal(patch.Spec.Template)
+	return tpl, patch.Spec.TemplatePool, err
 }
 
 func replicaSetHistory(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
@@ -200,47 +202,6 @@ func replicaSetHistory(ctx context.Context, client dynamic.Interface, namespace 
 	return revs, nil
 }
 
-func tappHistory(ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
-	prev, err := previousTemplate(ref, obj)
-	if err != nil {
-		return nil, err
-	}
-	pool := ""
-	if prev != nil {
-		pool = prev.TemplateName
-	}
-	path, _, err := PodTemplatePath(ref, obj, pool)
-	if err != nil {
-		return nil, err
-	}
-	current, _, _ := unstructured.NestedMap(obj.Object, path...)
-	raw, err := json.Marshal(current)
-	if err != nil {
-		return nil, err
-	}
-	name := strings.Join(path, ".")
-	if prev == nil {
-		return withImages([]Revision{{Number: 1, Name: name, Current: true, Template: raw}})
-	}
-	return withImages([]Revision{
-		{Number: 1, Name: name, Template: prev.Template},
-		{Number: 2, Name: name, Current: true, Template: raw},
-	})
-}
-
-// previousTemplate reads a TApp's AnnotationPreviousTemplate (nil when absent).
-func previousTemplate(ref Ref, obj *unstructured.Unstructured) (*PreviousTemplate, error) {
-	v, ok := obj.GetAnnotations()[AnnotationPreviousTemplate]
-	if !ok {
-		return nil, nil
-	}
-	var prev PreviousTemplate
-	if err := json.Unmarshal([]byte(v), &prev); err != nil || len(prev.Template) == 0 {
-		return nil, fmt.Errorf("%s: its %s annotation is not a recorded template; remove it", ref, AnnotationPreviousTemplate)
-	}
-	return &prev, nil
-}
-
 // markCurrent marks the revision whose template equals the object's current template (else the
 // one the status names) and fills in the images.
 func markCurrent(ref Ref, obj *unstructured.Unstructured, revs []Revision) error {
@@ -248,9 +209,13 @@ func markCurrent(ref Ref, obj *unstructured.Unstructured, revs []Revision) error
 	if err != nil {
 		return err
 	}
+	pool, err := currentTemplatePool(ref, obj)
+	if err != nil {
+		return err
+	}
 	found := false
 	for i := len(revs) - 1; i >= 0; i-- {
-		if same, _ := SameTemplate(ref, revs[i].Template, current); same {
+		if same, _ := sameRevision(ref, revs[i], current, pool); same {
 			revs[i].Current, found = true, true
 			break
 		}
@@ -260,7 +225,7 @@ func markCurrent(ref Ref, obj *unstructured.Unstructured, revs []Revision) error
 		switch ref.Kind.Name {
 		case UnitedDeployment.Name:
 			name, _, _ = unstructured.NestedString(obj.Object, "status", "updatedRevision")
-		case StatefulSet.Name:
+		case StatefulSet.Name, TApp.Name:
 			name, _, _ = unstructured.NestedString(obj.Object, "status", "updateRevision")
 		case Deployment.Name:
 			n := obj.GetAnnotations()[annotationDeploymentRevision]
@@ -288,6 +253,44 @@ func currentTemplate(ref Ref, obj *unstructured.Unstructured) (json.RawMessage, 
 		return nil, err
 	}
 	return json.Marshal(m)
+}
+
+// currentTemplatePool is a TApp's spec.templatePool in the form its revisions hold (nil for
+// other kinds and for a TApp without one).
+func currentTemplatePool(ref Ref, obj *unstructured.Unstructured) (map[string]json.RawMessage, error) {
+	if ref.Kind.Name != TApp.Name {
+		return nil, nil
+	}
+	m, _, err := unstructured.NestedMap(obj.Object, "spec", "templatePool")
+	if err != nil || len(m) == 0 {
+		return nil, err
+	}
+	pool := make(map[string]json.RawMessage, len(m))
+	for name, tpl := range m {
+		if pool[name], err = json.Marshal(tpl); err != nil {
+			return nil, err
+		}
+	}
+	return pool, nil
+}
+
+// sameRevision reports whether revision r holds the given template (and, for a TApp, template
+// pool).
+func sameRevision(ref Ref, r Revision, template json.RawMessage, pool map[string]json.RawMessage) (bool, error) {
+	same, err := SameTemplate(ref, r.Template, template)
+	if err != nil || !same || len(r.TemplatePool) != len(pool) {
+		return false, err
+	}
+	for name, tpl := range pool {
+		theirs, ok := r.TemplatePool[name]
+		if !ok {
+			return false, nil
+		}
+		if same, err := SameTemplate(ref, theirs, tpl); err != nil || !same {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // SameTemplate reports whether two templates of a kind (subset templates for a
@@ -373,8 +376,34 @@ func withImages(revs []Revision) ([]Revision, error) {
 		for _, c := range spec.Containers {
 			revs[i].Images = append(revs[i].Images, c.Name+"="+c.Image)
 		}
+		pool, err := poolImages(revs[i].TemplatePool)
+		if err != nil {
+			return nil, fmt.Errorf("revision %d: %w", revs[i].Number, err)
+		}
+		revs[i].Images = append(revs[i].Images, pool...)
 	}
 	return revs, nil
+}
+
+// poolImages lists the images of a TApp revision's templatePool as ENTRY/CONTAINER=IMAGE, by
+// entry name.
+func poolImages(pool map[string]json.RawMessage) ([]string, error) {
+	names := make([]string, 0, len(pool))
+	for n := range pool {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		var t corev1.PodTemplateSpec
+		if err := json.Unmarshal(pool[n], &t); err != nil {
+			return nil, fmt.Errorf("templatePool entry %s: %w", n, err)
+		}
+		for _, c := range t.Spec.Containers {
+			out = append(out, n+"/"+c.Name+"="+c.Image)
+		}
+	}
+	return out, nil
 }
 
 // FindRevision returns the revision numbered n, or an error listing the revisions.
@@ -395,94 +424,66 @@ func FindRevision(ref Ref, revs []Revision, n int64) (Revision, error) {
 // Undo decides what `undo` does: restore the template of revision toRevision, or with 0 the
 // latest revision that is not the current one. The patch is a JSON patch that tests
 // metadata.generation as read (a spec changed meanwhile is never overwritten) and replaces the
-// template; for a TApp it also swaps the recorded previous template with the one replaced, so a
-// second undo goes back again, as `kubectl rollout undo` does.
+// template (for a TApp spec.template and spec.templatePool, which its revisions cover). The
+// controller records the restored template as the newest revision, so a second undo goes back
+// again, as `kubectl rollout undo` does.
 func Undo(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevision int64) (Change, error) {
 	if err := CheckUndoable(ref, obj); err != nil {
 		return Change{}, err
 	}
-	var target Revision
-	if toRevision != 0 {
-		r, err := FindRevision(ref, revs, toRevision)
-		if err != nil {
-			return Change{}, err
-		}
-		target = r
-	} else {
-		found := false
-		for i := len(revs) - 1; i >= 0; i-- {
-			if !revs[i].Current {
-				target, found = revs[i], true
-				break
-			}
-		}
-		if !found {
-			return Change{}, fmt.Errorf("%s has no previous revision to go back to", ref)
-		}
+	target, err := undoTarget(ref, revs, toRevision)
+	if err != nil {
+		return Change{}, err
 	}
 	if target.Current {
 		return Unchanged(ref, "%s: skipped, revision %d is the current template", ref, target.Number), nil
 	}
-
-	path := []string{"spec", "template"}
-	var pool string
-	if ref.Kind.Name == TApp.Name {
-		prev, _ := previousTemplate(ref, obj)
-		pool = prev.TemplateName
-		p, _, err := PodTemplatePath(ref, obj, pool)
-		if err != nil {
-			return Change{}, fmt.Errorf("%s: its previous template was recorded for templatePool entry %s, which is gone", ref, pool)
-		}
-		path = p
-	}
-	stored, _, err := unstructured.NestedMap(obj.Object, path...)
+	current, err := currentTemplate(ref, obj)
 	if err != nil {
 		return Change{}, err
 	}
-	current, err := json.Marshal(stored)
+	pool, err := currentTemplatePool(ref, obj)
 	if err != nil {
 		return Change{}, err
 	}
-	if same, _ := SameTemplate(ref, target.Template, current); same {
+	if same, _ := sameRevision(ref, target, current, pool); same {
 		return Unchanged(ref, "%s: skipped, the current template already matches revision %d", ref, target.Number), nil
 	}
-
-	ops := []Op{GenerationTest(obj)}
+	ops := []Op{GenerationTest(obj), Replace(Pointer("spec", "template"), target.Template)}
 	if ref.Kind.Name == TApp.Name {
-		// Record the template being replaced in its place, so that undo goes back again.
-		swapped, err := json.Marshal(PreviousTemplate{TemplateName: pool, Template: current})
-		if err != nil {
-			return Change{}, err
+		switch _, has := obj.Object["spec"].(map[string]interface{})["templatePool"]; {
+		case len(target.TemplatePool) > 0:
+			ops = append(ops, Add(Pointer("spec", "templatePool"), target.TemplatePool))
+		case has:
+			ops = append(ops, Remove(Pointer("spec", "templatePool")))
 		}
-		ops = append(ops, Add(Pointer("metadata", "annotations", AnnotationPreviousTemplate), string(swapped)))
 	}
-	ops = append(ops, Replace(Pointer(path...), target.Template))
 	p, err := JSONPatch(ops...)
 	if err != nil {
 		return Change{}, err
 	}
-	line := fmt.Sprintf("%s rolled back to revision %d (%s)", ref, target.Number, target.Name)
-	if ref.Kind.Name == TApp.Name {
-		line = fmt.Sprintf("%s rolled back to its previous template (%s)", ref, target.Name)
+	return Change{Ref: ref, Patch: &p, Line: fmt.Sprintf("%s rolled back to revision %d (%s)", ref, target.Number, target.Name)}, nil
+}
+
+// undoTarget is revision toRevision, or with 0 the latest revision that is not the current one.
+func undoTarget(ref Ref, revs []Revision, toRevision int64) (Revision, error) {
+	if toRevision != 0 {
+		return FindRevision(ref, revs, toRevision)
 	}
-	return Change{Ref: ref, Patch: &p, Line: line}, nil
+	for i := len(revs) - 1; i >= 0; i-- {
+		if !revs[i].Current {
+			return revs[i], nil
+		}
+	}
+	return Revision{}, fmt.Errorf("%s has no previous revision to go back to", ref)
 }
 
 // CheckUndoable refuses, before anything is listed, what undo cannot do to the object: a
-// paused Deployment (as kubectl rollout undo does), and a TApp without a recorded template.
+// paused Deployment (as kubectl rollout undo does).
 func CheckUndoable(ref Ref, obj *unstructured.Unstructured) error {
-	switch ref.Kind.Name {
-	case Deployment.Name:
+	if ref.Kind.Name == Deployment.Name {
 		if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); paused {
 			return fmt.Errorf("%s is paused: resume it (kubectl workload resume %s) before undo", ref, ref)
-		}
-	case TApp.Name:
-		prev, err := previousTemplate(ref, obj)
-		if err != nil {
-			return err
-		}
-		if prev == nil {
-			return fmt.Errorf("%s has no previous template to go back to: `kubectl workload set image` records one (in its %s annotation) each time it changes a TApp", ref, AnnotationPreviousTemplate)
 		}
 	}
 	return nil

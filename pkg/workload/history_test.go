@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -12,14 +13,19 @@ import (
 
 func TestRevisionTemplate(t *testing.T) {
 	// The StatefulSet controller's form, with "$patch":"replace" inside the template.
-	got, err := revisionTemplate([]byte(`{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`))
+	got, pool, err := revisionTemplate([]byte(`{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"image":"i","name":"c"}]}}`; string(got) != want {
-		t.Errorf("got %s, want %s", got, want)
+	if want := `{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"image":"i","name":"c"}]}}`; string(got) != want || pool != nil {
+		t.Errorf("got %s and pool %s, want %s and no pool", got, pool, want)
 	}
-	if _, err := revisionTemplate([]byte(`{"other":1}`)); err == nil {
+	// The TApp controller's form, with spec.templatePool beside spec.template.
+	_, pool, err = revisionTemplate([]byte(`{"spec":{"template":{"spec":{}},"templatePool":{"blue":{"spec":{"containers":[{"name":"c","image":"b"}]}}}}}`))
+	if err != nil || string(pool["blue"]) != `{"spec":{"containers":[{"name":"c","image":"b"}]}}` {
+		t.Errorf("templatePool %s, %v", pool, err)
+	}
+	if _, _, err := revisionTemplate([]byte(`{"other":1}`)); err == nil {
 		t.Error("data without spec.template accepted")
 	}
 }
@@ -40,19 +46,34 @@ func TestSameTemplate(t *testing.T) {
 func testTApp(t *testing.T) *v1alpha1.TApp {
 	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 3}}
 	tapp.Spec.Template = podTemplate("app", "x:2")
-	prev, _ := json.Marshal(podTemplate("app", "x:1"))
-	value, _ := json.Marshal(PreviousTemplate{Template: prev})
-	tapp.Annotations = map[string]string{AnnotationPreviousTemplate: string(value)}
+	tapp.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"blue": podTemplate("app", "b:2")}
 	return tapp
 }
 
-// Undo of a TApp restores the recorded template, records the replaced one (so a second undo
-// goes back again), and fails as a whole if the spec changed since it was read.
+// tappRevisions are the revisions the controller recorded for testTApp: x:1 with pool entry
+// blue on b:1, then the current x:2 with blue on b:2.
+func tappRevisions(t *testing.T) []Revision {
+	raw := func(v any) json.RawMessage {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return []Revision{
+		{Number: 1, Name: "web-1", Template: raw(podTemplate("app", "x:1")), TemplatePool: map[string]json.RawMessage{"blue": raw(podTemplate("app", "b:1"))}},
+		{Number: 2, Name: "web-2", Template: raw(podTemplate("app", "x:2")), TemplatePool: map[string]json.RawMessage{"blue": raw(podTemplate("app", "b:2"))}},
+	}
+}
+
+// Undo of a TApp restores spec.template and spec.templatePool of the revision, and fails as a
+// whole if the spec changed since it was read.
 func TestUndoTApp(t *testing.T) {
 	ref := Ref{Kind: TApp, Name: "web"}
 	obj := toUnstructured(t, testTApp(t))
-	revs, err := Revisions(t.Context(), nil, "", ref, obj)
-	if err != nil || len(revs) != 2 || revs[0].Current || !revs[1].Current || revs[0].Images[0] != "app=x:1" {
+	revs := tappRevisions(t)
+	if err := markCurrent(ref, obj, revs); err != nil || revs[0].Current || !revs[1].Current ||
+		strings.Join(revs[0].Images, ",") != "app=x:1,blue/app=b:1" {
 		t.Fatalf("revisions %+v %v", revs, err)
 	}
 	change, err := Undo(ref, obj, revs, 0)
@@ -68,18 +89,16 @@ func TestUndoTApp(t *testing.T) {
 	if err := json.Unmarshal([]byte(once), &after); err != nil {
 		t.Fatal(err)
 	}
-	if after.Spec.Template.Spec.Containers[0].Image != "x:1" || !strings.Contains(after.Annotations[AnnotationPreviousTemplate], `x:2`) {
+	if after.Spec.Template.Spec.Containers[0].Image != "x:1" || after.Spec.TemplatePool["blue"].Spec.Containers[0].Image != "b:1" {
 		t.Errorf("after undo: %s", once)
 	}
-	// Undo again: back to x:2.
-	after.Generation++
-	again := toUnstructured(t, &after)
-	revs, _ = Revisions(t.Context(), nil, "", ref, again)
-	change2, err := Undo(ref, again, revs, 0)
-	if err != nil || change2.Patch == nil || !strings.Contains(string(change2.Patch.Data), `"image":"x:2"`) {
-		t.Errorf("second undo: %+v %v", change2, err)
+	// A revision without a templatePool removes it.
+	revs[0].TemplatePool = nil
+	change, _ = Undo(ref, obj, revs, 1)
+	if once, err = applyJSON(t, string(doc), *change.Patch); err != nil || strings.Contains(once, "templatePool") {
+		t.Errorf("undo to a revision without templatePool: %s %v", once, err)
 	}
-	// The first patch, sent after someone else changed the spec, changes nothing.
+	// The patch, sent after someone else changed the spec, changes nothing.
 	bumped := strings.Replace(string(doc), `"generation":3`, `"generation":4`, 1)
 	if _, err := applyJSON(t, bumped, *change.Patch); !IsPreconditionFailure(err) {
 		t.Errorf("undo after a concurrent change: got %v, want a failed test", err)
@@ -89,11 +108,19 @@ func TestUndoTApp(t *testing.T) {
 func TestUndoSkipsTheCurrentTemplate(t *testing.T) {
 	ref := Ref{Kind: TApp, Name: "web"}
 	tapp := testTApp(t)
-	tapp.Spec.Template = podTemplate("app", "x:1") // someone already went back by hand
+	// Someone already went back by hand; the controller has not recorded it yet.
+	tapp.Spec.Template = podTemplate("app", "x:1")
+	tapp.Spec.TemplatePool["blue"] = podTemplate("app", "b:1")
 	obj := toUnstructured(t, tapp)
-	revs, _ := Revisions(t.Context(), nil, "", ref, obj)
-	change, err := Undo(ref, obj, revs, 0)
+	revs := tappRevisions(t)
+	change, err := Undo(ref, obj, revs, 1)
 	if err != nil || change.Patch != nil || !strings.Contains(change.Line, "skipped") {
 		t.Errorf("%+v %v", change, err)
+	}
+	// The same spec.template with another templatePool is another revision.
+	tapp.Spec.TemplatePool["blue"] = podTemplate("app", "b:3")
+	change, err = Undo(ref, toUnstructured(t, tapp), revs, 1)
+	if err != nil || change.Patch == nil {
+		t.Errorf("templatePool differs: %+v %v", change, err)
 	}
 }

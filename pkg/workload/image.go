@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -13,20 +12,6 @@ import (
 
 // ImageSettable lists the kinds `set image` acts on.
 var ImageSettable = Kinds
-
-// AnnotationPreviousTemplate is the annotation in which the plugin keeps, on a TApp, the pod
-// template it replaced last (`set image` and `undo` write it), so that `undo` can restore it:
-// nothing else records a TApp's template history. Its value is a PreviousTemplate in JSON.
-const AnnotationPreviousTemplate = "tapp.apps.workload.dev/previous-template"
-
-// PreviousTemplate is the value of AnnotationPreviousTemplate.
-type PreviousTemplate struct {
-	// TemplateName is the templatePool entry the template was replaced in; empty for
-	// spec.template.
-	TemplateName string `json:"templateName,omitempty"`
-	// Template is the pod template as it was stored before the change (JSON).
-	Template json.RawMessage `json:"template"`
-}
 
 // PodTemplatePath is where an object keeps the pod template `set image`, `undo` and `history`
 // act on (each kind's Helper.PodTemplatePath says where), and how messages name that template
@@ -189,32 +174,6 @@ func ImageOps(path []string, changes []ImageChange) []Op {
 	return ops
 }
 
-// RecordPreviousTemplateOps are the JSON patch operations that keep, in a TApp's
-// AnnotationPreviousTemplate, the template at path (as stored) about to be replaced, together
-// with a "test" of metadata.generation as read: if the spec changed meanwhile, the recorded
-// template might not be the one replaced, so the whole patch fails and nothing changes.
-func RecordPreviousTemplateOps(obj *unstructured.Unstructured, path []string) ([]Op, error) {
-	stored, _, err := unstructured.NestedMap(obj.Object, path...)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(stored)
-	if err != nil {
-		return nil, err
-	}
-	value, err := json.Marshal(PreviousTemplate{TemplateName: poolName(path), Template: raw})
-	if err != nil {
-		return nil, err
-	}
-	ops := []Op{GenerationTest(obj)}
-	if _, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "annotations"); ok {
-		ops = append(ops, Add(Pointer("metadata", "annotations", AnnotationPreviousTemplate), string(value)))
-	} else {
-		ops = append(ops, Add("/metadata/annotations", map[string]string{AnnotationPreviousTemplate: string(value)}))
-	}
-	return ops, nil
-}
-
 // GenerationTest is the JSON patch "test" of metadata.generation as read: the API server bumps
 // the generation on every change of the spec (and only then), so the test fails if anyone
 // changed the spec since the object was read, but not for status updates.
@@ -227,8 +186,8 @@ func GenerationTest(obj *unstructured.Unstructured) Op {
 
 // SetImage decides what `set image` does: args are CONTAINER=IMAGE (or *=IMAGE); pool names a
 // TApp templatePool entry (see PodTemplatePath). Native workloads get a strategic merge patch,
-// our custom resources a JSON patch by container index with a test on each container's name;
-// a TApp's patch also records the template it replaces, for undo.
+// our custom resources a JSON patch by container index with a test on each container's name.
+// Nothing is recorded for undo: the controllers keep the history.
 func SetImage(ref Ref, obj *unstructured.Unstructured, pool string, args []string) (Change, error) {
 	if pool != "" && ref.Kind.Name != TApp.Name {
 		return Change{}, fmt.Errorf("%s: --template names a TApp's templatePool entry; a %s has one pod template", ref, ref.Kind.Name)
@@ -256,11 +215,6 @@ func SetImage(ref Ref, obj *unstructured.Unstructured, pool string, args []strin
 	switch {
 	case !ref.Kind.Ours():
 		p, err = ImageStrategicPatch(changes)
-	case ref.Kind.Name == TApp.Name:
-		var ops []Op
-		if ops, err = RecordPreviousTemplateOps(obj, path); err == nil {
-			p, err = JSONPatch(append(ops, ImageOps(path, changes)...)...)
-		}
 	default:
 		p, err = JSONPatch(ImageOps(path, changes)...)
 	}
@@ -272,14 +226,6 @@ func SetImage(ref Ref, obj *unstructured.Unstructured, pool string, args []strin
 		parts = append(parts, fmt.Sprintf("%s=%s (was %s)", c.Name, c.To, c.From))
 	}
 	return Change{Ref: ref, Patch: &p, Line: fmt.Sprintf("%s image updated%s: %s", ref, in(what), strings.Join(parts, ", "))}, nil
-}
-
-// poolName is the templatePool entry a TApp template path points at ("" for spec.template).
-func poolName(path []string) string {
-	if len(path) == 3 && path[1] == "templatePool" {
-		return path[2]
-	}
-	return ""
 }
 
 // alreadyRunning says that the containers named already run their images.

@@ -28,7 +28,7 @@ var (
 		* ud (UnitedDeployment): its ControllerRevisions, selected by the label apps.workload.dev/united-deployment=NAME.
 		* sts (StatefulSet): its ControllerRevisions, selected by the StatefulSet's selector.
 		* deploy (Deployment): its ReplicaSets, selected by the Deployment's selector, numbered by their deployment.kubernetes.io/revision annotation.
-		* tapp: nothing in the cluster keeps a TApp's template history, so 'set image' and 'undo' keep the template they replace in the TApp's tapp.apps.workload.dev/previous-template annotation. Revision 1 is that previous template, revision 2 the current one.
+		* tapp: its ControllerRevisions, selected by the labels app.kubernetes.io/managed-by=workload-agent and tapp.apps.workload.dev/name=NAME; each holds spec.template and spec.templatePool (pool images shown as ENTRY/CONTAINER=IMAGE).
 
 		Only objects controlled by the workload are shown; lists use label selectors, never a
 		list of the whole namespace. --revision N shows one revision's pod template; -o json or

@@ -24,7 +24,7 @@ func TestHistory(t *testing.T) {
 		{"deployment-revision", []string{"deploy/front", "--revision", "2"}},
 		{"tapp", []string{"tapp/web"}},
 		{"tapp-yaml", []string{"tapp/web", "-o", "yaml"}},
-		{"tapp-without-recorded-template", []string{"tapp/plain"}},
+		{"tapp-no-revisions", []string{"tapp/plain"}},
 		{"tapp-pool-template", []string{"tapp/pooled"}},
 		{"error-unknown-revision", []string{"ud/orders", "--revision", "5"}},
 		{"error-bad-output", []string{"ud/orders", "-o", "wide"}},

@@ -28,7 +28,7 @@ var (
 
 		The template changed is:
 
-		* tapp: spec.template, or the templatePool entry named by spec.defaultTemplateName when that is set (what instances without their own assignment run); --template NAME picks a templatePool entry. The template replaced is kept in the TApp's tapp.apps.workload.dev/previous-template annotation, for undo.
+		* tapp: spec.template, or the templatePool entry named by spec.defaultTemplateName when that is set (what instances without their own assignment run); --template NAME picks a templatePool entry.
 		* ud: the pod template of the subset template in use (statefulSetTemplate, deploymentTemplate or tappTemplate).
 		* canary: spec.canary.template, the template being released.
 		* deploy, sts: spec.template.
@@ -36,7 +36,8 @@ var (
 		Deployments and StatefulSets get a strategic merge patch (containers merged by name).
 		Our custom resources accept no strategic merge patch, so they get a JSON patch that
 		replaces each image by container index after testing that the container at that index
-		still has that name (and, on a TApp, that the spec has not changed since it was read).`)
+		still has that name. The agent records every template change of a TApp (for history and
+		undo); the plugin records nothing.`)
 
 	imageExample = templates.Examples(`
 		# Release a new image to a TApp's instances

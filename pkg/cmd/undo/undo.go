@@ -24,7 +24,7 @@ var (
 
 		* ud (UnitedDeployment) and sts (StatefulSet): spec.template is restored from a ControllerRevision.
 		* deploy (Deployment): spec.template is restored from a ReplicaSet, without its pod-template-hash label. A paused Deployment is refused: resume it first.
-		* tapp: the template the plugin recorded in the tapp.apps.workload.dev/previous-template annotation the last time 'set image' (or 'undo') changed it is restored, and the template replaced is recorded in its place, so a second undo goes back again.
+		* tapp: spec.template and spec.templatePool are restored from a ControllerRevision the agent recorded (whoever changed the TApp: kubectl apply, edit, patch or set image); the agent records the restored templates as the newest revision, so a second undo goes back again.
 
 		The patch tests metadata.generation as it was read: if anyone changed the spec in the
 		meantime, nothing is overwritten and the command fails; run it again after checking.
@@ -37,7 +37,7 @@ var (
 		# Go back to revision 3 of a StatefulSet
 		kubectl workload undo sts/db --to-revision=3
 
-		# Undo the last 'set image' of a TApp
+		# Undo the last template change of a TApp
 		kubectl workload undo tapp/gameserver
 
 		# Show the patch that would be sent, without sending it

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history/historytest"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/set"
@@ -35,7 +36,7 @@ func TestUndo(t *testing.T) {
 		{"dry-run-server", []string{"ud/orders", "--dry-run=server"}, false},
 		{"error-ud-unknown-revision", []string{"ud/orders", "--to-revision=7"}, false},
 		{"error-ud-no-revisions", []string{"ud/fresh"}, false},
-		{"error-tapp-without-recorded-template", []string{"tapp/plain"}, false},
+		{"error-tapp-no-revisions", []string{"tapp/plain"}, false},
 		{"error-tapp-unknown-revision", []string{"tapp/web", "--to-revision", "3"}, false},
 		{"error-deployment-paused", []string{"deploy/held"}, false},
 		{"error-negative-revision", []string{"deploy/front", "--to-revision=-2"}, false},
@@ -90,13 +91,15 @@ func TestUndoStored(t *testing.T) {
 	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("web", "nginx:1.24")); got != want {
 		t.Errorf("tapp template %s, want %s", got, want)
 	}
-	var prev workload.PreviousTemplate
-	if err := json.Unmarshal([]byte(ann[workload.AnnotationPreviousTemplate]), &prev); err != nil {
-		t.Fatal(err)
+	if got, want := mustJSON(t, ann), mustJSON(t, historytest.Find[*v1alpha1.TApp]("web").Annotations); got != want {
+		t.Errorf("tapp annotations %s, want them untouched %s", got, want)
 	}
-	var prevTpl corev1.PodTemplateSpec
-	if err := json.Unmarshal(prev.Template, &prevTpl); err != nil || prevTpl.Spec.Containers[0].Image != "nginx:1.25" {
-		t.Errorf("recorded previous template %s, want the nginx:1.25 one just replaced", prev.Template)
+
+	// A TApp's revision covers its templatePool: undo restores the entry set image changed.
+	res = cmdtest.Run(t, NewCmdUndo, historytest.Objects(), "tapp/pooled")
+	tpl, _ = storedTemplate(t, res, workload.TApp, "pooled", "spec", "templatePool", "blue")
+	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("pooled", "nginx:2.0")); got != want {
+		t.Errorf("tapp templatePool entry %s, want %s", got, want)
 	}
 }
 
@@ -109,28 +112,38 @@ func mustJSON(t *testing.T, v interface{}) string {
 	return string(b)
 }
 
-// set image, then undo, then undo again, through the real commands against one fake cluster:
-// the TApp goes to the new image, back to the old one, and forward again.
+// set image, then undo, then undo again, through the real commands against one fake cluster in
+// which the test records the revisions as the TApp controller would: the TApp goes to the new
+// image, back to the old one, and forward again.
 func TestSetImageThenUndoTwice(t *testing.T) {
 	objs := historytest.Objects()
 	image := func(res cmdtest.Result) string {
 		t.Helper()
-		tpl, _ := storedTemplate(t, res, workload.TApp, "plain", "spec", "template")
+		tpl, _ := storedTemplate(t, res, workload.TApp, "web", "spec", "template")
 		return tpl.Spec.Containers[0].Image
 	}
-	res := cmdtest.Run(t, set.NewCmdSet, objs, "image", "tapp/plain", "app=nginx:1.26")
+	res := cmdtest.Run(t, set.NewCmdSet, objs, "image", "tapp/web", "app=nginx:1.26")
 	if got := image(res); got != "nginx:1.26" {
 		t.Fatalf("after set image: %s", got)
 	}
+	rev := func(hash string, number int64, image string) runtime.Object {
+		return historytest.TAppRevision("web", "tapp-uid", hash, number, image, "")
+	}
+	// What the controller recorded: the new template as revision 3, then the template undo
+	// restored renumbered as the newest.
+	histories := [][]runtime.Object{
+		{rev("aaa", 1, "nginx:1.24"), rev("bbb", 2, "nginx:1.25"), rev("ccc", 3, "nginx:1.26")},
+		{rev("aaa", 1, "nginx:1.24"), rev("ccc", 3, "nginx:1.26"), rev("bbb", 4, "nginx:1.25")},
+	}
 	for i, want := range []string{"nginx:1.25", "nginx:1.26"} {
-		stored, err := res.Client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "plain", metav1.GetOptions{})
+		stored, err := res.Client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The fake API server does not bump the generation; do it as the real one would.
 		stored.SetGeneration(stored.GetGeneration() + 1)
-		objs = []runtime.Object{stored}
-		res = cmdtest.Run(t, NewCmdUndo, objs, "tapp/plain")
+		objs = append([]runtime.Object{stored}, histories[i]...)
+		res = cmdtest.Run(t, NewCmdUndo, objs, "tapp/web")
 		if got := image(res); got != want {
 			t.Fatalf("after undo #%d: %s, want %s\n%s", i+1, got, want, res.Transcript())
 		}

@@ -220,3 +220,46 @@ func Excess(revisions []*appsv1.ControllerRevision, live sets.Set[string], limit
 	Sort(old)
 	return old[:len(old)-limit]
 }
+
+// Step is what recording a template in the history takes: Existing, when set, is an equal
+// revision that becomes the updated revision under Number (no write when it already has that
+// number); else Candidate is created.
+type Step struct {
+	Candidate *appsv1.ControllerRevision
+	Existing  *appsv1.ControllerRevision
+	Number    int64
+}
+
+// PlanUpdate decides how candidate (built by New with Next(revisions)) becomes the updated
+// revision, from revisions sorted by Sort: the newest revision equal to it is kept as it is when
+// it is the newest of all, renumbered as the newest when the template came back to it, and
+// candidate is created when no revision holds its data.
+func PlanUpdate(revisions []*appsv1.ControllerRevision, candidate *appsv1.ControllerRevision) Step {
+	equal := FindEqual(revisions, candidate)
+	switch {
+	case len(equal) > 0 && equal[len(equal)-1] == revisions[len(revisions)-1]:
+		return Step{Candidate: candidate, Existing: equal[len(equal)-1], Number: equal[len(equal)-1].Revision}
+	case len(equal) > 0:
+		return Step{Candidate: candidate, Existing: equal[len(equal)-1], Number: candidate.Revision}
+	}
+	return Step{Candidate: candidate, Number: candidate.Revision}
+}
+
+// Apply carries out a Step and returns the updated revision. *collisionCount may have grown
+// (see Create) and must be persisted even when an error is returned.
+func (h History) Apply(ctx context.Context, parent metav1.Object, s Step, collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	if s.Existing != nil {
+		return h.Renumber(ctx, s.Existing, s.Number)
+	}
+	return h.Create(ctx, parent, s.Candidate, collisionCount)
+}
+
+// Find returns the revision named name, or nil.
+func Find(revisions []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
+	for _, r := range revisions {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}

@@ -213,3 +213,41 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+func TestPlanUpdate(t *testing.T) {
+	p := parent()
+	a := New(p, parentKind, nil, []byte(`{"a":1}`), 1, nil)
+	b := New(p, parentKind, nil, []byte(`{"b":1}`), 2, nil)
+	history := []*appsv1.ControllerRevision{a, b}
+	if s := PlanUpdate(history, New(p, parentKind, nil, []byte(`{"b":1}`), 3, nil)); s.Existing != b || s.Number != 2 {
+		t.Fatalf("unchanged template: %+v", s)
+	}
+	if s := PlanUpdate(history, New(p, parentKind, nil, []byte(`{"a":1}`), 3, nil)); s.Existing != a || s.Number != 3 {
+		t.Fatalf("template back to revision 1: %+v", s)
+	}
+	if s := PlanUpdate(history, New(p, parentKind, nil, []byte(`{"c":1}`), 3, nil)); s.Existing != nil || s.Number != 3 {
+		t.Fatalf("new template: %+v", s)
+	}
+	if s := PlanUpdate(nil, New(p, parentKind, nil, []byte(`{"c":1}`), 1, nil)); s.Existing != nil {
+		t.Fatalf("no history: %+v", s)
+	}
+}
+
+func TestApply(t *testing.T) {
+	p := parent()
+	a := New(p, parentKind, nil, []byte(`{"a":1}`), 1, nil)
+	client := fake.NewClientset(a)
+	h := History{Client: client}
+	var cc int32
+	if _, err := h.Apply(context.Background(), p, Step{Existing: a, Number: 1}, &cc); err != nil || len(client.Actions()) != 0 {
+		t.Fatalf("keeping the newest revision wrote: %v %v", err, client.Actions())
+	}
+	got, err := h.Apply(context.Background(), p, Step{Existing: a, Number: 2}, &cc)
+	if err != nil || got.Revision != 2 {
+		t.Fatalf("renumber: %v %v", got, err)
+	}
+	got, err = h.Apply(context.Background(), p, Step{Candidate: New(p, parentKind, nil, []byte(`{"b":1}`), 3, &cc), Number: 3}, &cc)
+	if err != nil || got.Revision != 3 || Find([]*appsv1.ControllerRevision{a, got}, got.Name) != got {
+		t.Fatalf("create: %v %v", got, err)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsv1informers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	appsv1listers "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -16,6 +18,7 @@ import (
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -31,9 +34,11 @@ type Controller struct {
 
 	*base.Base
 
-	tappLister appslisters.TAppLister
-	podLister  corelisters.PodLister
-	pvcLister  corelisters.PersistentVolumeClaimLister
+	tappLister     appslisters.TAppLister
+	podLister      corelisters.PodLister
+	pvcLister      corelisters.PersistentVolumeClaimLister
+	revisionLister appsv1listers.ControllerRevisionLister
+	history        revision.History
 
 	// expectations holds, per TApp key, the pod creations and (by pod key) deletions issued but
 	// not yet observed by the pod informer.
@@ -46,18 +51,19 @@ type Controller struct {
 	written *expectations.StatusWrites[*appsv1alpha1.TAppStatus]
 }
 
-// NewController returns a TApp controller. podInformer and pvcInformer should be the agent's
-// managed (label-filtered) informers: every pod and PVC the controller creates carries
-// app.kubernetes.io/managed-by=workload-agent.
+// NewController returns a TApp controller. podInformer, pvcInformer and revisionInformer should
+// be the agent's managed (label-filtered) informers: every pod, PVC and ControllerRevision the
+// controller creates carries app.kubernetes.io/managed-by=workload-agent.
 func NewController(
 	kubeClient kubernetes.Interface,
 	client versioned.Interface,
 	tappInformer appsinformers.TAppInformer,
 	podInformer coreinformers.PodInformer,
 	pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	revisionInformer appsv1informers.ControllerRevisionInformer,
 	recorder record.EventRecorder,
 ) *Controller {
-	return newController(kubeClient, client, tappInformer, podInformer, pvcInformer, recorder, clock.RealClock{})
+	return newController(kubeClient, client, tappInformer, podInformer, pvcInformer, revisionInformer, recorder, clock.RealClock{})
 }
 
 func newController(
@@ -66,20 +72,23 @@ func newController(
 	tappInformer appsinformers.TAppInformer,
 	podInformer coreinformers.PodInformer,
 	pvcInformer coreinformers.PersistentVolumeClaimInformer,
+	revisionInformer appsv1informers.ControllerRevisionInformer,
 	recorder record.EventRecorder,
 	clk clock.Clock,
 ) *Controller {
 	c := &Controller{
-		Base:         base.New(ControllerName, "TApp", recorder),
-		kubeClient:   kubeClient,
-		client:       client,
-		tappLister:   tappInformer.Lister(),
-		podLister:    podInformer.Lister(),
-		pvcLister:    pvcInformer.Lister(),
-		expectations: expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
-		writes:       newPendingWrites(clk),
-		written:      expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
-		clock:        clk,
+		Base:           base.New(ControllerName, "TApp", recorder),
+		kubeClient:     kubeClient,
+		client:         client,
+		tappLister:     tappInformer.Lister(),
+		podLister:      podInformer.Lister(),
+		pvcLister:      pvcInformer.Lister(),
+		revisionLister: revisionInformer.Lister(),
+		history:        revision.History{Client: kubeClient},
+		expectations:   expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
+		writes:         newPendingWrites(clk),
+		written:        expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
+		clock:          clk,
 	}
 	for _, w := range []struct {
 		informer cache.SharedIndexInformer
@@ -92,8 +101,9 @@ func newController(
 			utilruntime.HandleError(err)
 		}
 	}
-	// PVCs are read, never watched for changes: the informer only has to have synced.
-	c.WaitFor(pvcInformer.Informer().HasSynced)
+	// PVCs and revisions are read, never watched for changes: the informers only have to have
+	// synced.
+	c.WaitFor(pvcInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced)
 	return c
 }
 

@@ -336,7 +336,7 @@ func TestInPlaceUpdate(t *testing.T) {
 
 	// maxUnavailable 1: only web-0, first the gate goes False, then images and labels.
 	got := f.sync("web")
-	want := []string{"patch pods/status web-0", "patch pods web-0", "update tapps/status web"}
+	want := []string{"patch pods/status web-0", "patch pods web-0", revisionCreated(t, tp), "update tapps/status web"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("actions %q, want %q", got, want)
 	}
@@ -446,7 +446,7 @@ func TestRecreateUpdate(t *testing.T) {
 	tp.Spec.Template.Spec.Containers[0].Command = []string{"serve", "--verbose"}
 	tp.Generation++
 	f.setTApp(tp)
-	sameActions(t, f.sync("web"), "delete pods web-0", "update tapps/status web")
+	sameActions(t, f.sync("web"), "delete pods web-0", revisionCreated(t, tp), "update tapps/status web")
 	if ev := f.events(); !hasEvent(ev, "Normal Recreate Deleted pod web-0") {
 		t.Errorf("events %q", ev)
 	}
@@ -534,7 +534,7 @@ func TestPartitionAndPaused(t *testing.T) {
 	tp.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
 	tp.Generation++
 	f.setTApp(tp)
-	sameActions(t, f.sync("web"), "update tapps/status web")
+	sameActions(t, f.sync("web"), revisionCreated(t, tp), "update tapps/status web")
 	st := f.feedStatus().Status
 	if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionProgressing); c == nil || c.Reason != appsv1alpha1.ReasonRolloutPaused {
 		t.Errorf("Progressing %+v, want RolloutPaused", c)
@@ -568,7 +568,7 @@ func TestForceUpdateOfOtherTemplates(t *testing.T) {
 	f.setTApp(tp)
 	sameActions(t, f.sync("web"),
 		"patch pods/status web-0", "patch pods web-0", "patch pods/status web-1", "patch pods web-1",
-		"patch pods/status web-2", "patch pods web-2", "update tapps/status web")
+		"patch pods/status web-2", "patch pods web-2", revisionCreated(t, tp), "update tapps/status web")
 }
 
 func TestFinishedPods(t *testing.T) {
@@ -789,7 +789,7 @@ func TestDefaultTemplateRollsWithoutUpdateTemplate(t *testing.T) {
 	tp.Generation++
 	f.setTApp(tp)
 	// No updateStrategy.template: the default template rolls one at a time, not forced.
-	sameActions(t, f.sync("web"), "patch pods/status web-0", "patch pods web-0", "update tapps/status web")
+	sameActions(t, f.sync("web"), "patch pods/status web-0", "patch pods web-0", revisionCreated(t, tp), "update tapps/status web")
 }
 
 // duringCall runs fn once, when the sync under test calls "verb resource[/subresource] name":
@@ -835,7 +835,7 @@ func TestExpectationsSatisfiedDuringSync(t *testing.T) {
 		tp.Spec.Template.Spec.Containers[0].Command = []string{"serve", "--verbose"}
 		tp.Generation++
 		f.setTApp(tp)
-		sameActions(t, f.sync("web"), "delete pods web-0", "update tapps/status web")
+		sameActions(t, f.sync("web"), "delete pods web-0", revisionCreated(t, tp), "update tapps/status web")
 		f.feedStatus()
 
 		// The cache still shows web-0 running; web-2's gate is to be opened. The deletion of web-0

@@ -51,6 +51,19 @@
 // hash (a status that still shows the old spec does not count). Images are compared after
 // normalisation (nginx:1 equals docker.io/library/nginx:1).
 //
+// # Revision history
+//
+// Every distinct pair of spec.template and spec.templatePool gets a ControllerRevision
+// <tapp>-<hash> holding the patch {"spec":{"template":…,"templatePool":…}} that restores both,
+// labelled with the managed-by label and the TApp name and controlled by the TApp (package
+// revision, as the UnitedDeployment and StatefulSet controllers do): a hash collision bumps
+// status.collisionCount, templates that come back reuse their old revision renumbered as the
+// newest, and revisions beyond spec.revisionHistoryLimit (default 10) are deleted oldest first,
+// never the current or the updated one. status.updateRevision names the revision of the current
+// templates, status.currentRevision the one every instance ran when the last rollout completed.
+// Recording happens in every sync, so a change made by kubectl apply, edit, patch or the plugin
+// is recorded alike; `kubectl workload history` and `undo` read these revisions.
+//
 // # Status
 //
 // replicas, readyReplicas and availableReplicas count live (not terminating) pods;
@@ -68,5 +81,6 @@
 //
 // Besides its own resources (tapps get/list/watch/update, tapps/status update), the controller
 // needs pods get/list/watch/create/delete/patch, pods/status patch, persistentvolumeclaims
-// get/list/watch/create, nodes get (forceDeletePod only) and events create.
+// get/list/watch/create, controllerrevisions get/list/watch/create/update/delete, nodes get
+// (forceDeletePod only) and events create.
 package tapp

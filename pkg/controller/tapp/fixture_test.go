@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
@@ -41,8 +43,8 @@ type fixture struct {
 	clock      *testclock.FakeClock
 	recorder   *record.FakeRecorder
 
-	tappIndexer, podIndexer, pvcIndexer cache.Indexer
-	c                                   *Controller
+	tappIndexer, podIndexer, pvcIndexer, revisionIndexer cache.Indexer
+	c                                                    *Controller
 
 	// log is every action of both clients in the order they were made.
 	mu  sync.Mutex
@@ -51,7 +53,36 @@ type fixture struct {
 	fail map[string]error
 }
 
+// newFixture is newFixtureWithHistory with every TApp's templates already recorded: a revision
+// of its current templates exists and its status names it, as after the TApp's first sync.
 func newFixture(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, kubeObjects ...runtime.Object) *fixture {
+	t.Helper()
+	recorded := make([]*appsv1alpha1.TApp, len(tapps))
+	for i, tp := range tapps {
+		tp = tp.DeepCopy()
+		rev := recordedRevision(t, tp, 1)
+		if tp.Status.UpdateRevision == "" {
+			tp.Status.CurrentRevision, tp.Status.UpdateRevision = rev.Name, rev.Name
+		}
+		recorded[i] = tp
+		kubeObjects = append(kubeObjects, rev)
+	}
+	return newFixtureWithHistory(t, recorded, pods, pvcs, kubeObjects...)
+}
+
+// recordedRevision is the ControllerRevision numbered n of tp's current templates.
+func recordedRevision(t *testing.T, tp *appsv1alpha1.TApp, n int64) *appsv1.ControllerRevision {
+	t.Helper()
+	data, err := revisionData(tp)
+	must(t, err)
+	rev := revision.New(tp, controllerKind, revisionLabels(tp), data, n, tp.Status.CollisionCount)
+	rev.UID = types.UID("uid-" + rev.Name)
+	return rev
+}
+
+// newFixtureWithHistory builds a fixture from the objects given; ControllerRevisions among
+// kubeObjects go into the revision informer.
+func newFixtureWithHistory(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, kubeObjects ...runtime.Object) *fixture {
 	f := &fixture{t: t, clock: testclock.NewFakeClock(epoch), recorder: record.NewFakeRecorder(1000)}
 	var objs []runtime.Object
 	for _, tp := range tapps {
@@ -88,8 +119,15 @@ func newFixture(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*corev1.Pod, pv
 	tappInformer := inf.Apps().V1alpha1().TApps()
 	podInformer := kinf.Core().V1().Pods()
 	pvcInformer := kinf.Core().V1().PersistentVolumeClaims()
-	f.c = newController(f.kubeClient, f.client, tappInformer, podInformer, pvcInformer, f.recorder, f.clock)
+	revisionInformer := kinf.Apps().V1().ControllerRevisions()
+	f.c = newController(f.kubeClient, f.client, tappInformer, podInformer, pvcInformer, revisionInformer, f.recorder, f.clock)
 	f.tappIndexer = tappInformer.Informer().GetIndexer()
+	f.revisionIndexer = revisionInformer.Informer().GetIndexer()
+	for _, o := range kubeObjects {
+		if r, ok := o.(*appsv1.ControllerRevision); ok {
+			must(t, f.revisionIndexer.Add(r))
+		}
+	}
 	f.podIndexer = podInformer.Informer().GetIndexer()
 	f.pvcIndexer = pvcInformer.Informer().GetIndexer()
 	for _, tp := range tapps {
@@ -205,12 +243,22 @@ func (f *fixture) statusWritten() *appsv1alpha1.TApp {
 	return acts[0].(core.UpdateAction).GetObject().(*appsv1alpha1.TApp)
 }
 
-// feedStatus puts the status the last sync wrote into the TApp cache, as the informer would.
+// feedStatus puts the status the last sync wrote into the TApp cache, and the revisions it
+// created into the revision cache, as the informers would.
 func (f *fixture) feedStatus() *appsv1alpha1.TApp {
 	f.t.Helper()
 	tp := f.statusWritten().DeepCopy()
 	must(f.t, f.tappIndexer.Update(tp))
+	for _, a := range f.findActions("create", "controllerrevisions") {
+		must(f.t, f.revisionIndexer.Add(a.(core.CreateAction).GetObject()))
+	}
 	return tp
+}
+
+// revisionCreated is the action creating the revision of tp's current templates.
+func revisionCreated(t *testing.T, tp *appsv1alpha1.TApp) string {
+	t.Helper()
+	return "create controllerrevisions " + recordedRevision(t, tp, 0).Name
 }
 
 func (f *fixture) setTApp(tp *appsv1alpha1.TApp) {

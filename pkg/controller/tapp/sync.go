@@ -86,7 +86,10 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 		fail, manageErr = c.manage(ctx, t, key, templates, p, needsSync)
 	}
 
+	rev := c.syncRevisions(ctx, t)
+	manageErr = errors.Join(manageErr, rev.err)
 	status := computeStatus(t, templates, pods, now, fail)
+	setRevisionStatus(&status, t, rev)
 	metrics.SetRolloutProgress(metricsKind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
 	if err := c.updateStatus(ctx, t, status); err != nil {
 		return errors.Join(manageErr, err)

@@ -157,6 +157,14 @@ type TAppSpec struct {
 	// <pod name> and subdomain serviceName.
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
+
+	// RevisionHistoryLimit is how many old ControllerRevisions of the templates (spec.template
+	// and spec.templatePool) are kept for undo, besides the current and updated revisions.
+	// Defaults to 10.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=10
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // TAppUpdateStrategy says how instances move to a changed template.
@@ -246,6 +254,21 @@ type TAppStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CurrentRevision is the ControllerRevision every instance ran when the last update
+	// finished.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// UpdateRevision is the ControllerRevision of the current spec.template and
+	// spec.templatePool.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// CollisionCount counts hash collisions of revision names; it is mixed into the hash so the
+	// next revision gets a free name.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
 }
 
 // TAppList is a list of TApps.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
-	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
 func meta(name, uid string, labels map[string]string) metav1.ObjectMeta {
@@ -75,6 +74,24 @@ func stsRevision(name string, number int64, image string) *appsv1.ControllerRevi
 	}
 }
 
+// TAppRevision is a ControllerRevision as the TApp controller writes it: spec.template running
+// image, and a templatePool entry blue running blue when blue is not empty.
+func TAppRevision(tapp, uid, hash string, number int64, image, blue string) *appsv1.ControllerRevision {
+	spec := map[string]interface{}{"template": PodTemplate(tapp, image)}
+	if blue != "" {
+		spec["templatePool"] = map[string]corev1.PodTemplateSpec{"blue": PodTemplate(tapp, blue)}
+	}
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: tapp + "-" + hash, Namespace: cmdtest.Namespace,
+			Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent, v1alpha1.LabelTAppName: tapp,
+				"controller.kubernetes.io/hash": hash},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "TApp",
+				Name: tapp, UID: types.UID(uid), Controller: ptr.To(true)}}},
+		Data:     runtime.RawExtension{Raw: mustJSON(map[string]interface{}{"spec": spec})},
+		Revision: number,
+	}
+}
+
 // replicaSet is a ReplicaSet of Deployment deploy as the Deployment controller writes it.
 func replicaSet(deploy, uid, hash string, number int, image string) *appsv1.ReplicaSet {
 	tpl := PodTemplate(deploy, image)
@@ -93,9 +110,10 @@ func replicaSet(deploy, uid, hash string, number int, image string) *appsv1.Repl
 //   - sts/db on revision 2 of 2 (postgres:15, postgres:16);
 //   - deploy/front on revision 3 of 3 (nginx:1.24, 1.25 with a change cause, 1.26), plus a
 //     ReplicaSet its selector matches but another Deployment controls; deploy/held, paused;
-//   - tapp/web on nginx:1.25 with nginx:1.24 recorded as its previous template; tapp/plain
-//     without a recorded template; tapp/pooled whose recorded template is templatePool entry
-//     blue;
+//   - tapp/web on revision 2 of 2 (nginx:1.24, nginx:1.25), still carrying the
+//     previous-template annotation older plugins wrote (ignored); tapp/plain without revisions
+//     (not yet synced by the agent); tapp/pooled on revision 2 of 2, which changed its
+//     templatePool entry blue from nginx:2.0 to nginx:2.1;
 //   - canary/checkout.
 func Objects() []runtime.Object {
 	orders := &v1alpha1.UnitedDeployment{ObjectMeta: meta("orders", "ud-uid", nil)}
@@ -119,13 +137,14 @@ func Objects() []runtime.Object {
 
 	web := &v1alpha1.TApp{ObjectMeta: meta("web", "tapp-uid", nil)}
 	web.Spec.Template = PodTemplate("web", "nginx:1.25")
-	web.Annotations = map[string]string{workload.AnnotationPreviousTemplate: string(mustJSON(workload.PreviousTemplate{Template: mustJSON(PodTemplate("web", "nginx:1.24"))}))}
+	web.Annotations = map[string]string{"tapp.apps.workload.dev/previous-template": string(mustJSON(map[string]interface{}{"template": PodTemplate("web", "nginx:1.23")}))}
+	web.Status.UpdateRevision = "web-bbb"
 	plain := &v1alpha1.TApp{ObjectMeta: meta("plain", "plain-uid", nil)}
 	plain.Spec.Template = PodTemplate("plain", "nginx:1.25")
 	pooled := &v1alpha1.TApp{ObjectMeta: meta("pooled", "pooled-uid", nil)}
 	pooled.Spec.Template = PodTemplate("pooled", "nginx:1.25")
 	pooled.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"blue": PodTemplate("pooled", "nginx:2.1")}
-	pooled.Annotations = map[string]string{workload.AnnotationPreviousTemplate: string(mustJSON(workload.PreviousTemplate{TemplateName: "blue", Template: mustJSON(PodTemplate("pooled", "nginx:2.0"))}))}
+	pooled.Status.UpdateRevision = "pooled-222"
 
 	canary := &v1alpha1.Canary{ObjectMeta: meta("checkout", "c-uid", nil)}
 
@@ -143,7 +162,21 @@ func Objects() []runtime.Object {
 		udRevision("orders-ccc", 3, "orders:3", "ud-uid"),
 		udRevision("orders-old", 7, "orders:0", "deleted-uid"),
 		stsRevision("db-111", 1, "postgres:15"),
+		TAppRevision("web", "tapp-uid", "aaa", 1, "nginx:1.24", ""),
+		TAppRevision("web", "tapp-uid", "bbb", 2, "nginx:1.25", ""),
+		TAppRevision("pooled", "pooled-uid", "111", 1, "nginx:1.25", "nginx:2.0"),
+		TAppRevision("pooled", "pooled-uid", "222", 2, "nginx:1.25", "nginx:2.1"),
 		stsRevision("db-222", 2, "postgres:16"),
 		frontRS1, frontRS2, frontRS3, stranger, heldRS1, heldRS2,
 	}
+}
+
+// Find returns the object of type T named name among Objects().
+func Find[T metav1.Object](name string) T {
+	for _, o := range Objects() {
+		if t, ok := o.(T); ok && t.GetName() == name {
+			return t
+		}
+	}
+	panic("historytest: no object " + name)
 }

@@ -1,0 +1,138 @@
+package tapp
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
+)
+
+// The first sync of a TApp records its templates as revision 1, current and updated at once.
+func TestFirstSyncRecordsRevision(t *testing.T) {
+	tp := newTApp("web", 1)
+	f := newFixtureWithHistory(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0), nil)
+	sameActions(t, f.sync("web"), revisionCreated(t, tp), "update tapps/status web")
+	created := f.findActions("create", "controllerrevisions")[0].(core.CreateAction).GetObject().(*appsv1.ControllerRevision)
+	if created.Revision != 1 || created.Labels[appsv1alpha1.LabelManagedBy] != appsv1alpha1.ManagedByAgent ||
+		created.Labels[appsv1alpha1.LabelTAppName] != "web" || created.OwnerReferences[0].UID != tp.UID {
+		t.Fatalf("revision %d, labels %v, owners %v", created.Revision, created.Labels, created.OwnerReferences)
+	}
+	st := f.statusWritten().Status
+	if st.UpdateRevision != created.Name || st.CurrentRevision != created.Name || st.CollisionCount != nil {
+		t.Fatalf("status revisions %q %q %v, want %q", st.CurrentRevision, st.UpdateRevision, st.CollisionCount, created.Name)
+	}
+}
+
+// A template change, whoever made it, is a new revision; the current revision stays the old one
+// until every instance runs the new templates.
+func TestTemplateChangeRecordsRevision(t *testing.T) {
+	tp := newTApp("web", 1)
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0), nil)
+	sameActions(t, f.sync("web"), "update tapps/status web")
+	tp = f.feedStatus()
+	old := tp.Status.UpdateRevision
+
+	tp.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
+	tp.Generation++
+	f.setTApp(tp)
+	f.sync("web")
+	created := f.findActions("create", "controllerrevisions")
+	if len(created) != 1 {
+		t.Fatalf("%d revisions created, want 1", len(created))
+	}
+	rev := created[0].(core.CreateAction).GetObject().(*appsv1.ControllerRevision)
+	st := f.statusWritten().Status
+	if rev.Revision != 2 || st.UpdateRevision != rev.Name || st.CurrentRevision != old {
+		t.Fatalf("revision %d %s; status current %q updated %q, want current %q", rev.Revision, rev.Name, st.CurrentRevision, st.UpdateRevision, old)
+	}
+}
+
+// Templates that come back to an older revision reuse it, renumbered as the newest.
+func TestTemplateBackRenumbersRevision(t *testing.T) {
+	tp := newTApp("web", 1)
+	v1 := recordedRevision(t, tp, 1)
+	v2tp := tp.DeepCopy()
+	v2tp.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
+	v2 := recordedRevision(t, v2tp, 2)
+	tp.Status.CurrentRevision, tp.Status.UpdateRevision = v2.Name, v2.Name
+	f := newFixtureWithHistory(t, []*appsv1alpha1.TApp{tp}, nil, nil, v1, v2)
+	acts := f.sync("web")
+	sameActions(t, acts, "update controllerrevisions "+v1.Name, "create pods web-0", "patch pods/status web-0", "update tapps/status web")
+	renumbered := f.findActions("update", "controllerrevisions")[0].(core.UpdateAction).GetObject().(*appsv1.ControllerRevision)
+	if renumbered.Revision != 3 {
+		t.Fatalf("renumbered to %d, want 3", renumbered.Revision)
+	}
+	if st := f.statusWritten().Status; st.UpdateRevision != v1.Name || st.CurrentRevision != v2.Name {
+		t.Fatalf("status current %q updated %q", st.CurrentRevision, st.UpdateRevision)
+	}
+}
+
+// Beyond revisionHistoryLimit the oldest revisions go, never the current or the updated one.
+func TestRevisionHistoryLimit(t *testing.T) {
+	tp := newTApp("web", 1)
+	tp.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+	var objs []runtime.Object
+	var revs []*appsv1.ControllerRevision
+	for i, image := range []string{"a", "b", "c", "d"} {
+		v := tp.DeepCopy()
+		v.Spec.Template.Spec.Containers[0].Image = image
+		r := recordedRevision(t, v, int64(i+1))
+		revs = append(revs, r)
+		objs = append(objs, r)
+	}
+	latest := recordedRevision(t, tp, 5)
+	objs = append(objs, latest)
+	// Revision 1 is still the current one (the rollout to the latest has not finished).
+	tp.Status.CurrentRevision, tp.Status.UpdateRevision = revs[0].Name, latest.Name
+	f := newFixtureWithHistory(t, []*appsv1alpha1.TApp{tp}, nil, nil, objs...)
+	sameActions(t, f.sync("web"), "delete controllerrevisions "+revs[1].Name, "delete controllerrevisions "+revs[2].Name,
+		"create pods web-0", "patch pods/status web-0", "update tapps/status web")
+}
+
+// A revision name taken by other data is a hash collision: the collision count goes up and the
+// revision gets the next name.
+func TestRevisionNameCollision(t *testing.T) {
+	tp := newTApp("web", 1)
+	taken := recordedRevision(t, tp, 1)
+	taken.Data.Raw = []byte(`{"other":true}`)
+	taken.OwnerReferences = nil
+	f := newFixtureWithHistory(t, []*appsv1alpha1.TApp{tp}, []*corev1.Pod{runningPod(tp, 0)}, nil, taken)
+	next := tp.DeepCopy()
+	next.Status.CollisionCount = ptr.To[int32](1)
+	sameActions(t, f.sync("web"), "create controllerrevisions "+taken.Name, "get controllerrevisions "+taken.Name,
+		revisionCreated(t, next), "update tapps/status web")
+	st := f.statusWritten().Status
+	if st.CollisionCount == nil || *st.CollisionCount != 1 || st.UpdateRevision != recordedRevision(t, next, 1).Name {
+		t.Fatalf("status collisionCount %v, updateRevision %q", st.CollisionCount, st.UpdateRevision)
+	}
+}
+
+// The plan is a pure function of the TApp and its revisions.
+func TestComputeRevisionPlan(t *testing.T) {
+	tp := newTApp("web", 1)
+	rp, err := computeRevisionPlan(tp, nil)
+	if err != nil || rp.step.Existing != nil || rp.step.Number != 1 || len(rp.excess) != 0 {
+		t.Fatalf("no history: %+v, %v", rp, err)
+	}
+	data, _ := revisionData(tp)
+	if rp.step.Candidate.Name != revision.Name("web", revision.Hash(data, nil)) {
+		t.Fatalf("candidate %s", rp.step.Candidate.Name)
+	}
+	same := recordedRevision(t, tp, 4)
+	rp, _ = computeRevisionPlan(tp, []*appsv1.ControllerRevision{same})
+	if rp.step.Existing != same || rp.step.Number != 4 {
+		t.Fatalf("unchanged templates: %+v", rp.step)
+	}
+	pooled := tp.DeepCopy()
+	pooled.Spec.TemplatePool = map[string]corev1.PodTemplateSpec{"canary": tp.Spec.Template}
+	rp, _ = computeRevisionPlan(pooled, []*appsv1.ControllerRevision{same})
+	if rp.step.Existing != nil || rp.step.Number != 5 {
+		t.Fatalf("a templatePool change must be a new revision: %+v", rp.step)
+	}
+}
