@@ -94,17 +94,18 @@ func TestTAppVerbs(t *testing.T) {
 	if ok, img := updatedFrom(0, "nginx:1.27")(); !ok {
 		t.Fatalf("web-0 runs %s although the partition holds it", img)
 	}
-	r := e.ok("spec.template", "history", "tapp/web")
-	if !strings.Contains(r.Out, "main=nginx:1.27") || !strings.Contains(r.Out, "main=nginx:1.28") {
-		t.Fatalf("history lacks a revision:\n%s", r.Out)
+	// The controller records every template as a ControllerRevision; the current one is marked.
+	r := e.ok("CURRENT", "history", "tapp/web")
+	if !strings.Contains(r.Out, "main=nginx:1.27") || !regexp.MustCompile(`(?m)^2 +\* .*main=nginx:1\.28`).MatchString(r.Out) {
+		t.Fatalf("history lacks a revision or does not mark nginx:1.28 current:\n%s", r.Out)
 	}
-	e.ok("tapp/web rolled back to its previous template (spec.template)", "undo", "tapp/web")
+	e.ok("tapp/web rolled back to revision 1", "undo", "tapp/web")
 	if img := image(e.get(workload.TApp, "web"), "spec", "template"); img != "nginx:1.27" {
 		t.Fatalf("after undo the template runs %s", img)
 	}
 	e.Eventually("web-3 back on nginx:1.27", updatedFrom(3, "nginx:1.27"))
 	// A second undo goes forward again.
-	e.ok("rolled back to its previous template", "undo", "tapp/web")
+	e.ok("tapp/web rolled back to revision", "undo", "tapp/web")
 	if img := image(e.get(workload.TApp, "web"), "spec", "template"); img != "nginx:1.28" {
 		t.Fatalf("after a second undo the template runs %s", img)
 	}
