@@ -6,7 +6,7 @@
 #                        the binary, the kubectl_complete-workload script and LICENSE, plus
 #                        dist/SHA256SUMS
 #   make krew-manifest   write dist/workload.yaml, the krew manifest, from
-#                        hack/release/krew-template.yaml and those archives (real sha256 sums,
+#                        krew.yaml and those archives (real sha256 sums,
 #                        download URLs under KREW_BASE_URL, caveats telling how to put
 #                        kubectl_complete-workload on PATH)
 #   make krew-validate   check dist/workload.yaml under krew's and krew-index's rules
@@ -19,7 +19,7 @@ GO ?= go
 DIST_DIR ?= dist
 DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 DIST_MODULE := github.com/kubectl-workload/kubectl-workload
-KREW_TEMPLATE := hack/release/krew-template.yaml
+KREW_TEMPLATE := krew.yaml
 KREW_MANIFEST := $(DIST_DIR)/workload.yaml
 # The release version: the v* tag on HEAD when there is one, else the version the krew template
 # names (the next release).

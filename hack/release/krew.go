@@ -61,7 +61,7 @@ const (
 
 // krewHeader heads the generated manifest.
 const krewHeader = `# krew plugin manifest (https://krew.sigs.k8s.io/docs/developer-guide/plugin-manifest/).
-# Written by 'make krew-manifest' from hack/release/krew-template.yaml and the archives 'make dist'
+# Written by 'make krew-manifest' from krew.yaml and the archives 'make dist'
 # built: the sha256 sums are those of the release archives. Do not edit: edit the template.
 `
 

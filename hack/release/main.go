@@ -2,7 +2,7 @@
 // platform and the krew manifest with their sha256 sums. hack/dist.mk runs it:
 //
 //	go run ./hack/release archive -os linux -arch amd64 -version v0.1.0 -bin dist/bin/linux_amd64/kubectl-workload -out dist
-//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -template hack/release/krew-template.yaml -out dist/workload.yaml
+//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -template krew.yaml -out dist/workload.yaml
 //	go run ./hack/release checksums -version v0.1.0 -dist dist
 //	go run ./hack/release validate [-krew-index] -manifest dist/workload.yaml
 package main
@@ -92,7 +92,7 @@ func krewCmd(args []string) error {
 	version := fs.String("version", "", "release version (semver with a leading v)")
 	dist := fs.String("dist", "dist", "directory holding the archives")
 	baseURL := fs.String("base-url", "", "URL the archives are downloaded from")
-	template := fs.String("template", "hack/release/krew-template.yaml", "the manifest without version and platforms")
+	template := fs.String("template", "krew.yaml", "the manifest without version and platforms")
 	manifest := fs.String("out", filepath.Join("dist", PluginName+".yaml"), "the manifest to write (named after the plugin, as krew-index requires)")
 	_ = fs.Parse(args)
 	if *version == "" || *baseURL == "" {

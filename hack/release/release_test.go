@@ -35,7 +35,7 @@ func checkValid(t *testing.T, m *Manifest, requirePlatforms bool) {
 }
 
 // template is the committed manifest template make krew-manifest fills.
-var template = filepath.Join(repo, "hack", "release", "krew-template.yaml")
+var template = filepath.Join(repo, "krew.yaml")
 
 // The committed template follows krew's rules and lists no platform: platforms and their sums
 // exist only for archives make dist built, in the generated dist/workload.yaml.
