@@ -1,12 +1,19 @@
 package tapp
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -134,5 +141,23 @@ func TestComputeRevisionPlan(t *testing.T) {
 	rp, _ = computeRevisionPlan(pooled, []*appsv1.ControllerRevision{same})
 	if rp.step.Existing != nil || rp.step.Number != 5 {
 		t.Fatalf("a templatePool change must be a new revision: %+v", rp.step)
+	}
+}
+
+// A revision create the API server refuses shows as ReplicaFailure with the server's message,
+// and the sync returns the error to be retried.
+func TestRefusedRevisionIsACondition(t *testing.T) {
+	tp := newTApp("web", 1)
+	f := newFixtureWithHistory(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0), nil)
+	f.kubeClient.PrependReactor("create", "controllerrevisions", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(appsv1.Resource("controllerrevisions"), "web-x", errors.New("quota exceeded"))
+	})
+	f.clearActions()
+	if err := f.c.syncHandler(context.Background(), cache.NewObjectName(ns, "web")); err == nil {
+		t.Fatal("sync succeeded although the revision create was refused")
+	}
+	c := meta.FindStatusCondition(f.statusWritten().Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != appsv1alpha1.ReasonRevisionFailed || !strings.Contains(c.Message, "quota exceeded") {
+		t.Fatalf("ReplicaFailure %+v, want True RevisionFailed with the server's message", c)
 	}
 }

@@ -88,6 +88,11 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 
 	rev := c.syncRevisions(ctx, t)
 	manageErr = errors.Join(manageErr, rev.err)
+	if rev.err != nil && fail == nil {
+		// A refused revision write is a failed child write like any other: a condition, not
+		// only a requeue (the server's message included).
+		fail = &failure{reason: appsv1alpha1.ReasonRevisionFailed, message: rev.err.Error()}
+	}
 	status := computeStatus(t, templates, pods, now, fail)
 	setRevisionStatus(&status, t, rev)
 	metrics.SetRolloutProgress(metricsKind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
