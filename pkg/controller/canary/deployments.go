@@ -1,0 +1,150 @@
+package canary
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// templateHash is the hash of what the canary Deployment is made from, besides its replicas.
+func (r *reconciler) templateHash() string {
+	h := fnv.New32a()
+	raw, _ := json.Marshal(r.canary.Spec.Canary.Template)
+	h.Write(raw)
+	fmt.Fprintf(h, "/minReadySeconds=%d", r.canary.Spec.MinReadySeconds)
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// newCanaryDeployment builds the canary Deployment with the given replicas.
+func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
+	cn := r.canary
+	template := cn.Spec.Canary.Template.DeepCopy()
+	maxUnavailable := intstr.FromInt32(0)
+	maxSurge := intstr.FromString("25%")
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      cn.Spec.Canary.Name,
+			Namespace: cn.Namespace,
+			Labels: map[string]string{
+				v1alpha1.LabelManagedBy:  v1alpha1.ManagedByAgent,
+				v1alpha1.LabelCanaryName: cn.Name,
+			},
+			Annotations:     map[string]string{v1alpha1.AnnotationTemplateHash: r.templateHash()},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cn, controllerKind)},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas:        &replicas,
+			Selector:        &metav1.LabelSelector{MatchLabels: maps.Clone(template.Labels)},
+			Template:        *template,
+			MinReadySeconds: cn.Spec.MinReadySeconds,
+			// A new canary template replaces pods one surge pod at a time, never removing an
+			// available one first, so capacity holds through template changes too.
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxUnavailable: &maxUnavailable,
+					MaxSurge:       &maxSurge,
+				},
+			},
+		},
+	}
+}
+
+// createCanary decides to create the canary Deployment with the given replicas.
+func (r *reconciler) createCanary(replicas int32) {
+	d := r.newCanaryDeployment(replicas)
+	r.canaryDep, r.canaryNew = d, true
+	r.writes = append(r.writes, deploymentWrite{kind: createCanary, object: d.DeepCopy(), to: replicas})
+}
+
+// updateCanaryTemplate decides to rewrite the canary Deployment's template and minReadySeconds
+// when the Canary's changed, and reports whether it did.
+func (r *reconciler) updateCanaryTemplate() bool {
+	hash := r.templateHash()
+	if r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
+		return false
+	}
+	d := r.canaryDep.DeepCopy()
+	want := r.newCanaryDeployment(replicasOf(d))
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[v1alpha1.AnnotationTemplateHash] = hash
+	d.Spec.Template = want.Spec.Template
+	d.Spec.MinReadySeconds = want.Spec.MinReadySeconds
+	d.Spec.Strategy = want.Spec.Strategy
+	r.canaryDep = d
+	r.writes = append(r.writes, deploymentWrite{kind: updateCanary, object: d.DeepCopy()})
+	return true
+}
+
+// replicasPatch is a merge patch setting spec.replicas.
+func replicasPatch(n int32) []byte {
+	return fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
+}
+
+// scaleCanary decides to scale the canary Deployment to n.
+func (r *reconciler) scaleCanary(n int32) {
+	d := r.canaryDep.DeepCopy()
+	from := replicasOf(d)
+	d.Spec.Replicas = &n
+	r.canaryDep = d
+	r.writes = append(r.writes, deploymentWrite{kind: scaleCanary, object: d.DeepCopy(), patch: replicasPatch(n), from: from, to: n})
+}
+
+// scaleStable decides to scale the stable Deployment to n.
+func (r *reconciler) scaleStable(n int32) {
+	d := r.stable.DeepCopy()
+	from := replicasOf(d)
+	d.Spec.Replicas = &n
+	r.stable, r.stableRest = d, true
+	r.writes = append(r.writes, deploymentWrite{kind: scaleStable, object: d.DeepCopy(), patch: replicasPatch(n), from: from, to: n})
+}
+
+// event records an Event on the Canary about a decision of this sync; it is sent once the
+// sync's status is committed.
+func (r *reconciler) event(eventType, reason, format string, args ...interface{}) {
+	r.events = append(r.events, event{eventType, reason, fmt.Sprintf(format, args...)})
+}
+
+// isOwnedBy reports whether d is controlled by the Canary cn.
+func isOwnedBy(d *appsv1.Deployment, cn *v1alpha1.Canary) bool {
+	ref := metav1.GetControllerOf(d)
+	return ref != nil && ref.UID == cn.UID && ref.Kind == Kind
+}
+
+// replicasOf returns a Deployment's spec.replicas (1 when unset, as the API server defaults it).
+func replicasOf(d *appsv1.Deployment) int32 {
+	if d == nil {
+		return 0
+	}
+	return v1alpha1.ReplicasOrDefault(d.Spec.Replicas)
+}
+
+// statusObserved reports whether the Deployment controller has observed d's latest spec, so that
+// d's status counts describe it.
+func statusObserved(d *appsv1.Deployment) bool {
+	return d.Status.ObservedGeneration >= d.Generation
+}
+
+// templateLabelsSelected reports whether a Deployment's selector still selects the pod labels of
+// a template, which the API server requires of every Deployment.
+func templateLabelsSelected(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec) bool {
+	if sel == nil {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	return !s.Empty() && s.Matches(labels.Set(t.Labels))
+}
