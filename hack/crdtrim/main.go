@@ -31,7 +31,7 @@ var foreignRoots = map[string][]string{
 		"spec.topology.subsets.[].nodeSelectorTerm",
 		"spec.topology.subsets.[].tolerations",
 	),
-	"canaries.apps.workload.dev": {"spec.canary.template"},
+	"canaries.apps.workload.dev": {"spec.canary.template", "spec.analysis.[].provider.job.template"},
 }
 
 func tappRoots(spec string) []string {

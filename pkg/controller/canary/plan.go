@@ -50,24 +50,15 @@ type step struct {
 	pause bool
 }
 
-// stepsOf is the release spec describes: the batch plan, each batch pausing as pauseType says
-// (First: after batch 1; All: after every batch but the last; None: never).
+// stepsOf is the release spec describes (v1alpha1.CanarySteps).
 func stepsOf(spec *v1alpha1.CanarySpec) ([]step, error) {
-	plan, err := v1alpha1.CanaryBatchPlan(spec)
+	plan, err := v1alpha1.CanarySteps(spec)
 	if err != nil {
 		return nil, err
 	}
 	steps := make([]step, len(plan))
-	for i, size := range plan {
-		last := i == len(plan)-1
-		steps[i] = step{canaryReplicas: size}
-		switch spec.PauseType {
-		case v1alpha1.PauseAll:
-			steps[i].pause = !last
-		case v1alpha1.PauseNone:
-		default: // First, the default
-			steps[i].pause = i == 0 && !last
-		}
+	for i, s := range plan {
+		steps[i] = step{canaryReplicas: s.Replicas, pause: s.Pause != nil}
 	}
 	return steps, nil
 }

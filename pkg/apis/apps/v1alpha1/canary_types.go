@@ -51,7 +51,12 @@ const (
 // CanarySpec is the desired release of a Canary.
 //
 // +kubebuilder:validation:XValidation:rule="self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
-// +kubebuilder:validation:XValidation:rule="has(self.batches) != has(self.batchSizes)",message="set exactly one of batches or batchSizes"
+// +kubebuilder:validation:XValidation:rule="[has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.pauseType == 'First'",message="pauseType applies to batches and batchSizes only: with steps, give each step its own pause"
+// +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || s.analysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n)))",message="every name in steps[].analysis must be the name of a check in spec.analysis"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="progressDeadlineSeconds must be greater than minReadySeconds: a pod could never become available in time"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, type(s.replicas) == string || s.replicas <= self.replicas)",message="steps[].replicas cannot be more than spec.replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || self.batchSizes.map(b, type(b) == int ? b : (int(b.substring(0, size(b) - 1)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || (type(self.batchSizes[self.batchSizes.size() - 1]) == int ? self.batchSizes[self.batchSizes.size() - 1] == self.replicas : self.batchSizes[self.batchSizes.size() - 1] == '100%')",message="the last of batchSizes must be the full size: spec.replicas or \"100%\""
 // +kubebuilder:validation:XValidation:rule="!has(self.batches) || self.batches <= self.replicas || self.replicas == 0",message="batches cannot be more than replicas: every batch must add at least one canary pod"
@@ -67,16 +72,68 @@ type CanarySpec struct {
 	// Canary is the Deployment being released.
 	Canary CanaryTarget `json:"canary"`
 
+	// Steps is the release, step by step: each step sets the canary pods, then bakes (a pause,
+	// analysis) before the next begins. A release always ends with every replica on the canary:
+	// when the last step holds fewer, a final step of 100% without pause follows it. Set exactly
+	// one of steps, batches and batchSizes; batches and batchSizes are shorthands for steps
+	// (see docs/canary.md).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Steps []CanaryStep `json:"steps,omitempty"`
+
+	// MaxSurge is how many pods above spec.replicas the stable and canary Deployments may run
+	// together during the release (an integer, or a percentage of replicas rounded up). A step
+	// larger than that is reached in sub-steps. Defaults to 25%; it must allow at least one pod,
+	// since available capacity never drops below spec.replicas.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxSurge must be a positive integer or a percentage from 1% to 100%: with no surge a release could not start without dropping below spec.replicas"
+	// +kubebuilder:default="25%"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a step may take for its canary pods (and the stable
+	// pods it keeps) to become available. Past it the Canary is Degraded (condition Progressing
+	// False, reason ProgressDeadlineExceeded). Pauses and analysis do not count. Defaults to 600.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=600
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// ProgressDeadlineAbort, when true, rolls the release back by itself once the progress
+	// deadline is exceeded, as a failed analysis does.
+	// +optional
+	ProgressDeadlineAbort bool `json:"progressDeadlineAbort,omitempty"`
+
+	// Analysis lists the checks that steps may name: each measures the canary while a step bakes
+	// and decides it passes, fails (the release rolls back by itself) or is inconclusive (the
+	// release pauses for a person). See docs/analysis.md.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Analysis []AnalysisCheck `json:"analysis,omitempty"`
+
+	// Retries counts the times the release was started again after it was aborted (by a person
+	// or by itself). Raising it (kubectl workload retry) starts an aborted release again from
+	// step 1; the agent ignores it otherwise.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
+
 	// Batches is the number of batches: batch 1 is one pod, later batches grow evenly, and the
-	// last holds every replica. Set this or batchSizes.
+	// last holds every replica. A shorthand for steps; set exactly one of steps, batches and
+	// batchSizes.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Batches *int32 `json:"batches,omitempty"`
 
 	// BatchSizes lists the canary pods of each batch: integers, or percentages of replicas
-	// (rounded half up). They must not decrease and the last must be the full size. Set this or
-	// batches.
+	// (rounded half up). They must not decrease and the last must be the full size. A shorthand
+	// for steps; set exactly one of steps, batches and batchSizes.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:XIntOrString
@@ -86,7 +143,8 @@ type CanarySpec struct {
 	BatchSizes []intstr.IntOrString `json:"batchSizes,omitempty"`
 
 	// PauseType says after which batches the release waits for promotion: First (after batch 1
-	// only, the default), All (after every batch but the last) or None.
+	// only, the default), All (after every batch but the last) or None. It applies to batches
+	// and batchSizes only; steps carry their own pauses.
 	// +kubebuilder:default=First
 	// +optional
 	PauseType PauseType `json:"pauseType,omitempty"`
@@ -95,7 +153,8 @@ type CanarySpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
-	// ApprovedBatch is the highest batch a person approved to proceed past its pause. Promote
+	// ApprovedBatch is the highest step (batch) a person approved to proceed past its pause or
+	// the rest of a timed pause, and an inconclusive analysis. Promote
 	// sets it to the paused batch's number, so repeating a promote cannot skip a batch; a full
 	// promote sets it to the number of batches. A batch whose number is at most approvedBatch
 	// does not pause when it completes. It defaults to 0 so that it is always present: a promote
@@ -116,6 +175,39 @@ type CanarySpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+}
+
+// CanaryStep is one step of a release.
+type CanaryStep struct {
+	// Replicas is the number of canary pods the step holds: an integer, or a percentage of
+	// spec.replicas rounded half up. The stable Deployment holds the rest.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="replicas must be a number of pods (0 or more) or a percentage from 0% to 100%"
+	Replicas intstr.IntOrString `json:"replicas"`
+
+	// Pause, once the step's pods are available, waits: {} until a promote, {duration: 10m}
+	// for that long (a promote skips what is left). Without it the release goes on as soon as
+	// the step's analysis passes.
+	// +optional
+	Pause *CanaryPause `json:"pause,omitempty"`
+
+	// Analysis names checks of spec.analysis to run while the step bakes (from the moment its
+	// pods are available until its pause ends); the next step waits for all of them to pass.
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Analysis []string `json:"analysis,omitempty"`
+}
+
+// CanaryPause is a step's wait.
+type CanaryPause struct {
+	// Duration is how long to wait, e.g. "10m" (at least 1s). Without it the wait lasts until
+	// a promote.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="pause.duration must be at least 1s"
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
 }
 
 // StableRef names the stable Deployment.
@@ -161,6 +253,8 @@ const (
 	BatchUpgrading BatchState = "Upgrading"
 	BatchPaused    BatchState = "Paused"
 	BatchCompleted BatchState = "Completed"
+	// BatchBaking: the step's pods are available; a timed pause or its analysis is under way.
+	BatchBaking BatchState = "Baking"
 )
 
 // CanaryStatus is the progress of a release.
@@ -205,6 +299,18 @@ type CanaryStatus struct {
 	// +optional
 	StableAvailable int32 `json:"stableAvailable"`
 
+	// Analysis is the state of the current step's checks: the last measurements and verdicts.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Analysis []AnalysisCheckStatus `json:"analysis,omitempty"`
+
+	// Abort says why the release rolled back by itself (a failed check, an exceeded progress
+	// deadline). It stays until spec.retries rises above its retries (kubectl workload retry).
+	// +optional
+	Abort *CanaryAbort `json:"abort,omitempty"`
+
 	// Conditions are the latest observations of the release.
 	// +listType=map
 	// +listMapKey=type
@@ -218,15 +324,40 @@ type CanaryBatchStatus struct {
 	Index int32 `json:"index"`
 	// CanaryReplicas is the number of canary pods the batch holds.
 	CanaryReplicas int32 `json:"canaryReplicas"`
-	// State of the batch: Pending, Upgrading, Paused or Completed.
-	// +kubebuilder:validation:Enum=Pending;Upgrading;Paused;Completed
+	// State of the batch: Pending, Upgrading (pods being made available), Baking (a timed
+	// pause or analysis under way), Paused (waiting for a person: a pause without duration or
+	// an inconclusive analysis) or Completed.
+	// +kubebuilder:validation:Enum=Pending;Upgrading;Baking;Paused;Completed
 	State BatchState `json:"state"`
+	// PauseEndTime is when the step's timed pause ends (a promote ends it sooner).
+	// +optional
+	PauseEndTime *metav1.Time `json:"pauseEndTime,omitempty"`
 	// StartTime is when the batch began.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// FinishTime is when every pod of the batch became available.
 	// +optional
 	FinishTime *metav1.Time `json:"finishTime,omitempty"`
+}
+
+// CanaryAbort records why a release rolled back by itself.
+type CanaryAbort struct {
+	// Reason is AnalysisFailed or ProgressDeadlineExceeded.
+	Reason string `json:"reason"`
+	// Message says what happened in words: the check, its measured values and its condition,
+	// or the step that did not become available in time.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Step is the 1-based step at which the release was aborted.
+	Step int32 `json:"step"`
+	// Check is the name of the failed check, if a check failed.
+	// +optional
+	Check string `json:"check,omitempty"`
+	// Retries is spec.retries when the release was aborted: the abort holds while they are equal.
+	Retries int32 `json:"retries"`
+	// Time is when the release was aborted.
+	Time metav1.Time `json:"time"`
 }
 
 // CanaryList is a list of Canaries.

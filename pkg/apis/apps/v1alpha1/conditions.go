@@ -86,6 +86,15 @@ const (
 	ReasonDegraded            = "Degraded"
 	ReasonReplicasAvailable   = "MinimumReplicasAvailable"
 	ReasonReplicasUnavailable = "MinimumReplicasUnavailable"
+	// ReasonBaking: a step's pods are available and its timed pause or analysis is under way.
+	ReasonBaking = "Baking"
+	// ReasonProgressDeadlineExceeded: a step did not become available within
+	// spec.progressDeadlineSeconds (condition Progressing False; an abort reason).
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonAnalysisFailed: a check failed and the release rolled back by itself (an abort reason).
+	ReasonAnalysisFailed = "AnalysisFailed"
+	// ReasonAnalysisInconclusive: a check could not decide; the release waits for a person.
+	ReasonAnalysisInconclusive = "AnalysisInconclusive"
 )
 
 // Canary Event reasons.
@@ -104,6 +113,12 @@ const (
 	EventRestoredStable  = "StableTemplateRestored"
 	EventRolledBack      = "RolledBack"
 	EventSnapshotMissing = "StableSnapshotMissing"
+	EventPauseEnded      = "PauseEnded"
+	EventAnalysisPassed  = "AnalysisPassed"
+	EventAnalysisFailed  = "AnalysisFailed"
+	EventInconclusive    = "AnalysisInconclusive"
+	EventDeadline        = "ProgressDeadlineExceeded"
+	EventRetried         = "ReleaseRetried"
 )
 
 // The Canary finalizer and annotations.
