@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
@@ -109,6 +110,9 @@ func (v *Validator) Validate(ctx context.Context, obj map[string]interface{}) (m
 	}
 	structuraldefaulting.Default(u, ks.structural)
 	errs := schemavalidation.ValidateCustomResource(nil, u, ks.schema)
+	// The API server refuses duplicate keys of list maps and sets after the schema (its
+	// customResourceStrategy does), so the offline check does too.
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ks.structural, u)...)
 	celErrs, _ := ks.cel.Validate(ctx, nil, ks.structural, u, nil, celconfig.RuntimeCELCostBudget)
 	return u, append(errs, celErrs...), nil
 }
