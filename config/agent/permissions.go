@@ -58,6 +58,7 @@ func (k Key) String() string {
 const (
 	workloads = "apps.workload.dev"
 	apps      = "apps"
+	batch     = "batch"
 	core      = ""
 )
 
@@ -133,6 +134,10 @@ var Permissions = []Permission{
 	{apps, "deployments", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset Deployment; canary: updateCanaryTemplate"},
 	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted"},
 	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset Deployment; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
+
+	// Jobs: the job provider of Canary analysis (one Job per measurement, owned by the Canary).
+	{batch, "jobs", "get", "", "canary analysis: analysis.Job.Measure reads its Job's outcome (no informer: a Job is polled only while its check measures)"},
+	{batch, "jobs", "create", "", "canary analysis: analysis.Job.Measure starts the measurement's Job"},
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).

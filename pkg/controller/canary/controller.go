@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
@@ -54,6 +55,10 @@ type Controller struct {
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock
 
+	// runner and analysisEnv take the measurements of the checks of a baking step (analysis.go).
+	runner      *analysis.Runner
+	analysisEnv analysis.Env
+
 	// mu guards the controller's own last writes, which the cache may not show yet: pending
 	// holds its Deployment writes by Deployment key (see observe), written its last status
 	// write by Canary key (see lastWritten).
@@ -73,6 +78,10 @@ func NewController(
 	deploymentInformer appsinformers.DeploymentInformer,
 	recorder record.EventRecorder,
 ) (*Controller, error) {
+	runner, err := analysis.NewRunner()
+	if err != nil {
+		return nil, fmt.Errorf("compiling the analysis conditions' environment: %w", err)
+	}
 	c := &Controller{
 		Base:             base.New(ControllerName, Kind, recorder),
 		kubeClient:       kubeClient,
@@ -81,6 +90,8 @@ func NewController(
 		canaryIndexer:    canaryInformer.Informer().GetIndexer(),
 		deploymentLister: deploymentInformer.Lister(),
 		clock:            clock.RealClock{},
+		runner:           runner,
+		analysisEnv:      analysis.Env{Client: kubeClient},
 		pending:          map[string]pendingWrite{},
 		written:          map[string]writtenStatus{},
 	}

@@ -28,6 +28,15 @@ func (r *reconciler) templateHash() string {
 func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 	cn := r.canary
 	template := cn.Spec.Canary.Template.DeepCopy()
+	selector := maps.Clone(template.Labels)
+	// The pods carry the agent's labels too (not the selector, which stays the user's): the
+	// agent's pod informer sees only managed-by pods, and podHealth checks read them from it.
+	template.Labels = maps.Clone(template.Labels)
+	if template.Labels == nil {
+		template.Labels = map[string]string{}
+	}
+	template.Labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByAgent
+	template.Labels[v1alpha1.LabelCanaryName] = cn.Name
 	maxUnavailable := intstr.FromInt32(0)
 	maxSurge := intstr.FromString("25%")
 	return &appsv1.Deployment{
@@ -43,7 +52,7 @@ func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas:        &replicas,
-			Selector:        &metav1.LabelSelector{MatchLabels: maps.Clone(template.Labels)},
+			Selector:        &metav1.LabelSelector{MatchLabels: selector},
 			Template:        *template,
 			MinReadySeconds: cn.Spec.MinReadySeconds,
 			// A new canary template replaces pods one surge pod at a time, never removing an

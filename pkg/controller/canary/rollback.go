@@ -29,8 +29,12 @@ func (r *reconciler) rollback() {
 	st := &r.status
 	replicas := cn.Spec.Replicas
 	if !wasRollingBack(st) {
+		why := "rollback requested (spec.rollback)"
+		if st.Abort != nil {
+			why = "release aborted (" + st.Abort.Reason + ")"
+		}
 		r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack,
-			"rollback requested at batch %d: scaling stable %q back to %d before the canary goes", st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
+			"%s at batch %d: scaling stable %q back to %d before the canary goes", why, st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
 	}
 
 	snap, err := r.snapshot()

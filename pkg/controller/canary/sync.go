@@ -47,6 +47,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		return err
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+	obs.measured = c.measure(ctx, cn, obs.canaryDep, now.Time)
 	r := computePlan(obs, now)
 	fail, writeErr := c.execute(ctx, r, &bases)
 	if writeErr != nil && fail == nil {
@@ -64,6 +65,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	}
 	for _, e := range r.events {
 		c.Recorder.Event(cn, e.eventType, e.reason, e.message)
+	}
+	if r.requeueAfter > 0 {
+		c.Queue.AddAfter(key, r.requeueAfter)
 	}
 	return writeErr
 }
