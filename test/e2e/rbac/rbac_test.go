@@ -73,6 +73,7 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("TAppForceDeletePod", e.tappForceDeleteScenario)
 	t.Run("UnitedDeployment", e.unitedDeploymentScenario)
 	t.Run("Canary", e.canaryScenario)
+	t.Run("CanaryAnalysis", e.canaryAnalysisScenario)
 	if err := agent.Stop(); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}
@@ -684,6 +685,58 @@ spec:
   batches: 2
   pauseType: First
 `
+
+const canaryAnalysis = `
+apiVersion: apps.workload.dev/v1alpha1
+kind: Canary
+metadata: {name: checkout}
+spec:
+  replicas: 4
+  stableRef: {name: checkout}
+  canary:
+    name: checkout-canary
+    template:
+      metadata: {labels: {app: checkout, track: canary}}
+      spec:
+        containers: [{name: checkout, image: "nginx:1.27"}]
+  steps:
+  - {replicas: 1, analysis: [smoke, health]}
+  analysis:
+  - name: smoke
+    provider:
+      job:
+        template:
+          spec:
+            backoffLimit: 0
+            template:
+              spec:
+                restartPolicy: Never
+                containers: [{name: smoke, image: "example.com/smoke:job-succeed"}]
+  - name: health
+    provider: {podHealth: {}}
+`
+
+// canaryAnalysisScenario: a step whose checks run a Job (created, then read until it
+// finishes) and read the canary's pods from the agent's pod cache; the release completes.
+func (e *env) canaryAnalysisScenario(t *testing.T) {
+	ns := e.namespace(t, "rbac-canary-analysis")
+	if _, err := e.kube.AppsV1().Deployments(ns).Create(e.ctx, decode[appsv1.Deployment](t, canaryStable), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRollout(t, workload.Deployment, ns, "checkout", workload.StateComplete)
+	if _, err := e.apps.AppsV1alpha1().Canaries(ns).Create(e.ctx, decode[v1alpha1.Canary](t, canaryAnalysis), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StateComplete)
+	e.waitEvent(t, ns, "checkout", v1alpha1.EventAnalysisPassed)
+	jobs, err := e.kube.BatchV1().Jobs(ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 {
+		t.Errorf("%d Jobs, want the smoke check's one", len(jobs.Items))
+	}
+}
 
 // canaryScenario: a release paused at batch 1, promoted to completion, its template changed,
 // rolled back (restoring the stable template changed meanwhile), and deleted (the finalizer
