@@ -51,6 +51,21 @@ func (r *reconciler) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
 	}
 }
 
+// rebake sends a baking step back to Upgrading when spec.canary.template changed under it: its
+// pause and checks judged pods of the old template, so they start again once the new
+// template's pods are available. A step paused for a person stays paused (its pods roll).
+func (r *reconciler) rebake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
+	if b.State != v1alpha1.BatchBaking || r.canaryDep == nil || r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() {
+		return false
+	}
+	b.State, b.PauseEndTime, b.FinishTime = v1alpha1.BatchUpgrading, nil, nil
+	b.StartTime = r.now.DeepCopy()
+	r.status.Analysis = nil
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
+		"step %d/%d starts again: spec.canary.template changed while it baked", k, len(r.steps))
+	return true
+}
+
 // bake moves step k through its bake as far as the checks and the clock allow, and reports
 // whether the step completed.
 func (r *reconciler) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {

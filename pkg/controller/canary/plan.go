@@ -254,6 +254,9 @@ func (r *reconciler) advance() {
 		case v1alpha1.BatchUpgrading:
 			next = r.finishBatch(k, b)
 		case v1alpha1.BatchBaking, v1alpha1.BatchPaused:
+			if r.rebake(k, b) {
+				break
+			}
 			next = r.bake(k, b)
 		case v1alpha1.BatchCompleted:
 			next = true

@@ -286,3 +286,24 @@ func TestProgressDeadline(t *testing.T) {
 		})
 	}
 }
+
+// A template change while a step bakes starts the step again: its pause and checks judged the
+// old template's pods.
+func TestTemplateChangeWhileBakingStartsTheStepAgain(t *testing.T) {
+	f := newFixture(t, stepsCanary(nil,
+		v1alpha1.CanaryStep{Replicas: intstr.FromInt32(2), Pause: timedPause(time.Hour)}), newStable(10))
+	startStep1(f)
+	settleStable(f)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Canary.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	f.step("update deployments checkout-canary", writeStatus)
+	c := f.status(v1alpha1.CanaryProgressing, 1, U, P)
+	if b := c.Status.Batches[0]; b.PauseEndTime != nil || b.FinishTime != nil {
+		t.Errorf("step 1 after the template change: %+v", b)
+	}
+	f.available("checkout-canary", 2) // the new template's pods
+	f.step(writeStatus)
+	c = f.status(v1alpha1.CanaryProgressing, 1, Bk, P)
+	if end := c.Status.Batches[0].PauseEndTime; end == nil || !end.Time.Equal(start.Add(time.Hour)) {
+		t.Errorf("pause restarted until %v", end)
+	}
+}
