@@ -96,6 +96,20 @@ func (r *reconciler) updateCanaryTemplate() bool {
 	return true
 }
 
+// templateChangedAfterCompletion refuses, as Degraded, a new canary template once the release
+// completed: the canary Deployment then serves every replica, so writing the template to it
+// would roll all of them with the Deployment's own strategy, without steps, pauses or checks.
+func (r *reconciler) templateChangedAfterCompletion() bool {
+	d := r.canaryDep
+	if d == nil || d.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() {
+		return false
+	}
+	r.setDegraded(v1alpha1.ReasonTemplateChangedAfterCompletion, fmt.Sprintf(
+		"spec.canary.template changed after the release completed: Deployment %q keeps the released template, since writing it would roll every pod without steps. To release the new template, abort (kubectl workload abort), wait for RolledBack, then kubectl workload retry releases it from step 1; or create a new Canary whose stableRef is %q; or restore the template",
+		d.Name, d.Name))
+	return true
+}
+
 // replicasPatch is a merge patch setting spec.replicas.
 func replicasPatch(n int32) []byte {
 	return fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)

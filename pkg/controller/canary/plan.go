@@ -209,6 +209,9 @@ func (r *reconciler) progress() {
 		st.CurrentBatch = n
 	}
 
+	if r.completed() && r.templateChangedAfterCompletion() {
+		return
+	}
 	if cn.Spec.Paused && !r.completed() {
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonPausedBySpec
 		if st.CurrentBatch == 0 {

@@ -307,3 +307,24 @@ func TestTemplateChangeWhileBakingStartsTheStepAgain(t *testing.T) {
 		t.Errorf("pause restarted until %v", end)
 	}
 }
+
+// A template change after completion is not rolled out without steps: the Canary is Degraded,
+// saying how to release it, and nothing is written; restoring the template heals it.
+func TestTemplateChangeAfterCompletionIsRefused(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseNone, 4, C, 10, 0, func(c *v1alpha1.Canary) { c.Status.Phase = v1alpha1.CanaryCompleted })
+	f.available("checkout", 0)
+	f.step(writeStatus)
+	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Canary.Template.Spec.Containers[0].Image = "nginx:1.29" })
+	f.step(writeStatus)
+	c := f.status(v1alpha1.CanaryDegraded, 4, C, C, C, C)
+	if d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Reason != v1alpha1.ReasonTemplateChangedAfterCompletion || !strings.Contains(d.Message, "abort") {
+		t.Errorf("Degraded condition %+v", d)
+	}
+	if img := f.deployment("checkout-canary").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+		t.Errorf("the canary Deployment runs %s: the new template was rolled out", img)
+	}
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Canary.Template.Spec.Containers[0].Image = "nginx:1.27" })
+	f.step(writeStatus)
+	f.status(v1alpha1.CanaryCompleted, 4, C, C, C, C)
+}

@@ -283,3 +283,32 @@ func TestRetryAfterAbort(t *testing.T) {
 	}
 	e.WaitEvent(v1alpha1.EventRetried)
 }
+
+// A new template on a completed Canary is never an ungated rollout: the Canary says Degraded
+// with how to release it, and the canary Deployment keeps the released template.
+func TestTemplateChangeAfterCompletionIsNotRolledOut(t *testing.T) {
+	e := setup(t)
+	e.createSteps("nginx:1.27", nil, step(intstr.FromInt32(5), nil))
+	e.waitPhase(v1alpha1.CanaryCompleted)
+	e.patchSpec(`{"canary":{"template":{"spec":{"containers":[{"name":"checkout","image":"nginx:1.29"}]}}}}`)
+	c := e.waitPhase(v1alpha1.CanaryDegraded)
+	d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+	if d == nil || d.Reason != v1alpha1.ReasonTemplateChangedAfterCompletion || !strings.Contains(d.Message, "retry") {
+		t.Fatalf("Degraded condition %+v", d)
+	}
+	_, canary, err := e.deployments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := canary.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" || canary.Status.UpdatedReplicas != replicas {
+		t.Errorf("canary Deployment: image %s, %d updated pods; want nginx:1.27 on all %d", img, canary.Status.UpdatedReplicas, replicas)
+	}
+	// The way out the message gives: abort, then retry, releases the new template in steps.
+	e.patchSpec(`{"rollback":true}`)
+	e.waitPhase(v1alpha1.CanaryRolledBack)
+	e.patchSpec(`{"rollback":false,"approvedBatch":0,"retries":1}`)
+	e.waitCanary("the new template released", func(c *v1alpha1.Canary, _, canary *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.ObservedGeneration == c.Generation &&
+			canary.Spec.Template.Spec.Containers[0].Image == "nginx:1.29"
+	})
+}

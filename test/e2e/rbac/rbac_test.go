@@ -738,7 +738,7 @@ func (e *env) canaryAnalysisScenario(t *testing.T) {
 	}
 }
 
-// canaryScenario: a release paused at batch 1, promoted to completion, its template changed,
+// canaryScenario: a release paused at batch 1, its template changed, promoted to completion,
 // rolled back (restoring the stable template changed meanwhile), and deleted (the finalizer
 // releases the canary Deployment first).
 func (e *env) canaryScenario(t *testing.T) {
@@ -753,14 +753,8 @@ func (e *env) canaryScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StatePaused)
-	c, err := canaries.Get(e.ctx, "checkout", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.patch(t, workload.Canary, ns, "checkout", types.MergePatchType, fmt.Sprintf(`{"spec":{"approvedBatch":%d}}`, workload.WaitingBatch(c)))
-	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StateComplete)
 
-	// After completion a template change goes straight to the canary Deployment (update).
+	// A template change mid-release rewrites the canary Deployment's template (update).
 	e.patch(t, workload.Canary, ns, "checkout", types.JSONPatchType,
 		`[{"op":"replace","path":"/spec/canary/template/spec/containers/0/image","value":"nginx:1.28"}]`)
 	waitFor(t, e.ctx, "the canary Deployment to run nginx:1.28", func(ctx context.Context) (bool, string) {
@@ -771,6 +765,12 @@ func (e *env) canaryScenario(t *testing.T) {
 		img := d.Spec.Template.Spec.Containers[0].Image
 		return img == "nginx:1.28", img
 	})
+	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StatePaused)
+	c, err := canaries.Get(e.ctx, "checkout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.patch(t, workload.Canary, ns, "checkout", types.MergePatchType, fmt.Sprintf(`{"spec":{"approvedBatch":%d}}`, workload.WaitingBatch(c)))
 	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StateComplete)
 
 	// Someone changed the stable template during the release: rollback restores it (JSON patch)
