@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,6 +40,9 @@ type env struct {
 	*e2eenv.Env
 	watch *capacityWatcher
 	agent *agentproc.Agent
+	// limit is replicas + the Canary's maxSurge: the most pods of both Deployments the surge
+	// watcher allows at any moment (terminating pods count until gone).
+	limit atomic.Int32
 }
 
 // setup makes the namespace and the stable Deployment, waits until its 10 pods are available,
@@ -54,8 +58,37 @@ func setup(t *testing.T) *env {
 		return stable != nil && stable.Status.AvailableReplicas == replicas && stable.Status.ObservedGeneration >= stable.Generation
 	})
 	e.watch = e.watchCapacity()
+	e.limit.Store(replicas + 3) // the default maxSurge, 25% of 10 rounded up
+	surge := e.WatchPods("surge", "app=checkout", e.checkSurge)
+	t.Cleanup(func() { surge.Verify(t) })
 	e.startAgent()
 	return e
+}
+
+// checkSurge fails the test the moment the pods of both Deployments (terminating ones
+// included: they still hold a node's resources) exceed replicas + maxSurge.
+func (e *env) checkSurge(pods map[types.UID]*corev1.Pod) []string {
+	n := int32(0)
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	if limit := e.limit.Load(); n > limit {
+		e.Cancel() // fail now: every wait of the test ends at once
+		return []string{fmt.Sprintf("%d pods of the stable and canary Deployments > replicas + maxSurge = %d", n, limit)}
+	}
+	return nil
+}
+
+// expectSurge sets the surge watcher's limit from a Canary's spec.
+func (e *env) expectSurge(spec *v1alpha1.CanarySpec) {
+	e.T.Helper()
+	surge, err := v1alpha1.CanaryMaxSurge(spec)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.limit.Store(spec.Replicas + surge)
 }
 
 // startAgent starts an agent running only the canary controller in the test's namespace and

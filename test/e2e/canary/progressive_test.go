@@ -51,6 +51,7 @@ func (e *env) createSteps(image string, edit func(*v1alpha1.CanarySpec), steps .
 	if edit != nil {
 		edit(&c.Spec)
 	}
+	e.expectSurge(&c.Spec)
 	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}
@@ -311,4 +312,23 @@ func TestTemplateChangeAfterCompletionIsNotRolledOut(t *testing.T) {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.ObservedGeneration == c.Generation &&
 			canary.Spec.Template.Spec.Containers[0].Image == "nginx:1.29"
 	})
+}
+
+// A step of every replica is reached in sub-steps of maxSurge pods: the surge watcher of every
+// test holds pods to replicas + maxSurge, here 11, while available pods never drop below 10.
+func TestSurgeBoundsABigStep(t *testing.T) {
+	for _, surge := range []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("20%")} {
+		t.Run(surge.String(), func(t *testing.T) {
+			e := setup(t)
+			e.createSteps("nginx:1.27", func(s *v1alpha1.CanarySpec) { s.MaxSurge = &surge }, step(intstr.FromString("100%"), nil))
+			e.waitPhase(v1alpha1.CanaryCompleted)
+			// And back, within the bound too.
+			e.patchSpec(`{"rollback":true}`)
+			e.waitPhase(v1alpha1.CanaryRolledBack)
+			canarySizes, stableSizes := e.watch.check()
+			if len(canarySizes) < 4 || len(stableSizes) < 4 {
+				t.Errorf("canary sizes %v, stable sizes %v: want sub-steps both ways", canarySizes, stableSizes)
+			}
+		})
+	}
 }
