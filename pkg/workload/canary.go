@@ -78,14 +78,22 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		if b.Index == st.CurrentBatch {
 			mark = ">"
 		}
-		progress = append(progress, fmt.Sprintf("%s batch %d/%d  %-*s  %s", mark, b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
+		progress = append(progress, fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(&c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
+		if b.Index == st.CurrentBatch {
+			for _, l := range canaryStepDetail(&c) {
+				progress = append(progress, "      "+l)
+			}
+		}
 	}
 	if c.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
 		return staleStatus(agentName, c.Generation, st.ObservedGeneration, progress), nil
 	}
 	counts := fmt.Sprintf("canary %d/%d available, stable %d/%d available", st.CanaryAvailable, st.CanaryReplicas, st.StableAvailable, st.StableReplicas)
 	if total > 0 && st.CurrentBatch > 0 {
-		counts = fmt.Sprintf("batch %d of %d, %s", st.CurrentBatch, total, counts)
+		counts = fmt.Sprintf("%s %d of %d, %s", stepWord(&c), st.CurrentBatch, total, counts)
+	}
+	if a := abortLine(&c); a != "" {
+		counts = a + "; " + counts
 	}
 	if st.Message != "" {
 		counts += " (" + st.Message + ")"
