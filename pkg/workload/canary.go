@@ -39,6 +39,10 @@ func (canaryKind) Abort(ref Ref, obj *unstructured.Unstructured) (Change, error)
 	return AbortCanary(ref, obj)
 }
 
+func (canaryKind) Retry(ref Ref, obj *unstructured.Unstructured) (Change, error) {
+	return RetryCanary(ref, obj)
+}
+
 func (canaryKind) CheckPromote(ref Ref, o PromoteOptions) error {
 	if len(o.Subsets) > 0 || o.All {
 		return fmt.Errorf("%s: --subset and --all apply to a ud (UnitedDeployment); a canary is promoted batch by batch, or with --full", ref)

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -117,7 +118,7 @@ func podTemplate(labels map[string]string, image string) corev1.PodTemplateSpec 
 	}
 }
 
-// createCanary releases nginx 1.27 as checkout-canary: 10 replicas in 4 batches.
+// createCanary releases nginx 1.27 as checkout-canary: 10 replicas in 4 batches, maxSurge 100%.
 func (e *env) createCanary(pause v1alpha1.PauseType, minReadySeconds int32) {
 	e.T.Helper()
 	c := &v1alpha1.Canary{
@@ -132,8 +133,13 @@ func (e *env) createCanary(pause v1alpha1.PauseType, minReadySeconds int32) {
 			Batches:         ptr.To[int32](4),
 			PauseType:       pause,
 			MinReadySeconds: minReadySeconds,
+			// Room for a whole batch at once (the surge watcher holds pods to 20), so that these
+			// tests of batches, promotion and rollback see each batch in one scale; the surge
+			// bound's sub-steps are TestSurgeBoundsABigStep's and the progressive tests'.
+			MaxSurge: ptr.To(intstr.FromString("100%")),
 		},
 	}
+	e.expectSurge(&c.Spec)
 	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}
