@@ -132,8 +132,16 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
 	if len(c.Status.Batches) > 0 {
 		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
+		if len(c.Spec.Steps) > 0 {
+			batches.Name, batches.Info = "steps", fmt.Sprintf("current %d of %d", c.Status.CurrentBatch, len(c.Status.Batches))
+		}
 		for _, b := range c.Status.Batches {
-			n := &Node{Name: fmt.Sprintf("batch %d", b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+			n := &Node{Name: fmt.Sprintf("%s %d", stepWord(&c), b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+			if b.Index == c.Status.CurrentBatch {
+				for _, l := range canaryStepDetail(&c) {
+					n.Children = append(n.Children, &Node{Name: l})
+				}
+			}
 			if b.StartTime != nil {
 				n.Created = b.StartTime.Time
 			}
@@ -157,7 +165,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
 		}
-		n.Info = d.role
+		n.Info = deploymentInfo(d.role, deploy)
 		root.Children = append(root.Children, n)
 	}
 	return root, nil

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	deploymentutil "k8s.io/kubectl/pkg/util/deployment"
+
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -101,4 +104,18 @@ func PromotableBatch(c *v1alpha1.Canary) int32 {
 		}
 	}
 	return 0
+}
+
+// deploymentInfo is what the tree says of a Canary's Deployment: its role, the image of each
+// container and its revision (the Deployment controller's annotation).
+func deploymentInfo(role string, d *appsv1.Deployment) string {
+	var images []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		images = append(images, c.Name+"="+c.Image)
+	}
+	info := role + ", " + strings.Join(images, ",")
+	if rev := d.Annotations[deploymentutil.RevisionAnnotation]; rev != "" {
+		info += ", revision " + rev
+	}
+	return info
 }
