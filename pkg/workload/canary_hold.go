@@ -22,8 +22,8 @@ type Holder struct {
 // canary Deployment (nil when none does, or when Canaries are not served here).
 func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, name string) (*Holder, error) {
 	list, err := client.Resource(Canary.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil // no Canaries here, or not for this user to see: nothing to go through
 	}
 	if err != nil {
 		return nil, fmt.Errorf("looking for a Canary that releases deploy/%s: %w", name, err)
