@@ -17,8 +17,8 @@ import (
 //   - the canary Deployment is created, or its template updated, and scaled up towards target
 //     into what is left of the budget: a step larger than the budget is reached in sub-steps,
 //     as stable pods go;
-//   - the canary Deployment is scaled down to target only once the stable Deployment has
-//     replicas − target pods available on its current template.
+//   - the canary Deployment is scaled down towards target only as far as the stable
+//     Deployment has pods available on its current template to replace it.
 //
 // With hold (spec.paused) the canary Deployment is left as it is and the stable Deployment may
 // only grow.
@@ -38,8 +38,14 @@ func (r *reconciler) scale(target int32, hold bool) {
 		r.scaleStable(stableTarget)
 	}
 
-	if r.canaryDep != nil && !hold && replicasOf(r.canaryDep) > target && r.stableReady(replicas-target) {
-		r.scaleCanary(target)
+	// A smaller step gives canary pods up as the available stable pods cover them: when the
+	// budget keeps the stable Deployment from growing to replicas − target at once, the canary
+	// makes room step by step, as in a rollback.
+	if r.canaryDep != nil && !hold && replicasOf(r.canaryDep) > target && r.stableReady(0) {
+		keep := max(target, replicas-min(r.stable.Status.AvailableReplicas, stable))
+		if keep < replicasOf(r.canaryDep) {
+			r.scaleCanary(keep)
+		}
 	}
 }
 

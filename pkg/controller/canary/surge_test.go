@@ -82,6 +82,29 @@ func TestSurgeSubSteps(t *testing.T) {
 	}
 }
 
+// A step smaller than the one before under a budget too small for the stable Deployment to
+// take the difference back at once: the canary gives pods up as stable pods replace them, and
+// the release goes on (it used to wait for a stable Deployment the budget kept from growing).
+func TestSurgeSmallerStep(t *testing.T) {
+	cn := stepsCanary(func(s *v1alpha1.CanarySpec) { s.MaxSurge = ptr.To(intstr.FromInt32(2)) },
+		v1alpha1.CanaryStep{Replicas: intstr.FromInt32(7)}, v1alpha1.CanaryStep{Replicas: intstr.FromInt32(3)})
+	f := newFixture(t, cn, newStable(10))
+	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	var sizes []int32
+	for i := 0; i < 60 && f.canary().Status.Phase != v1alpha1.CanaryCompleted; i++ {
+		if n := specOf(f.deployment("checkout-canary")); len(sizes) == 0 || sizes[len(sizes)-1] != n {
+			sizes = append(sizes, n)
+		}
+		f.playDeployments(12, 10)
+		f.refresh()
+		f.sync()
+	}
+	f.status(v1alpha1.CanaryCompleted, 3, C, C, C)
+	if fmt.Sprint(sizes) != "[2 4 6 7 5 3 5 7 9 10]" {
+		t.Errorf("canary sizes %v", sizes)
+	}
+}
+
 // The exact writes of the first sub-steps, and terminating stable pods counted until gone.
 func TestSurgeCountsTerminatingPods(t *testing.T) {
 	f := newFixture(t, surgeCanary(intstr.FromInt32(2)), newStable(10))
