@@ -36,6 +36,22 @@ func (f *fixture) playDeployments(limit, replicas int32) {
 	}
 }
 
+// playUntil syncs, with playDeployments(limit, 10) before each sync, until the Canary's phase
+// is phase (at most 60 syncs), and returns the successive spec.replicas of Deployment name.
+func (f *fixture) playUntil(phase v1alpha1.CanaryPhase, name string, limit int32) []int32 {
+	f.t.Helper()
+	var sizes []int32
+	for i := 0; i < 60 && f.canary().Status.Phase != phase; i++ {
+		if n := specOf(f.deployment(name)); len(sizes) == 0 || sizes[len(sizes)-1] != n {
+			sizes = append(sizes, n)
+		}
+		f.playDeployments(limit, 10)
+		f.refresh()
+		f.sync()
+	}
+	return sizes
+}
+
 func specOf(d *appsv1.Deployment) int32 {
 	if d == nil {
 		return 0
@@ -65,15 +81,7 @@ func TestSurgeSubSteps(t *testing.T) {
 		t.Run(tc.maxSurge.String(), func(t *testing.T) {
 			f := newFixture(t, surgeCanary(tc.maxSurge), newStable(10))
 			f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
-			var sizes []int32
-			for i := 0; i < 40 && f.canary().Status.Phase != v1alpha1.CanaryCompleted; i++ {
-				if n := specOf(f.deployment("checkout-canary")); len(sizes) == 0 || sizes[len(sizes)-1] != n {
-					sizes = append(sizes, n)
-				}
-				f.playDeployments(tc.limit, 10)
-				f.refresh()
-				f.sync()
-			}
+			sizes := f.playUntil(v1alpha1.CanaryCompleted, "checkout-canary", tc.limit)
 			f.status(v1alpha1.CanaryCompleted, 1, C)
 			if fmt.Sprint(sizes) != fmt.Sprint(tc.canary) {
 				t.Errorf("canary sizes %v, want %v", sizes, tc.canary)
@@ -90,15 +98,7 @@ func TestSurgeSmallerStep(t *testing.T) {
 		v1alpha1.CanaryStep{Replicas: intstr.FromInt32(7)}, v1alpha1.CanaryStep{Replicas: intstr.FromInt32(3)})
 	f := newFixture(t, cn, newStable(10))
 	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
-	var sizes []int32
-	for i := 0; i < 60 && f.canary().Status.Phase != v1alpha1.CanaryCompleted; i++ {
-		if n := specOf(f.deployment("checkout-canary")); len(sizes) == 0 || sizes[len(sizes)-1] != n {
-			sizes = append(sizes, n)
-		}
-		f.playDeployments(12, 10)
-		f.refresh()
-		f.sync()
-	}
+	sizes := f.playUntil(v1alpha1.CanaryCompleted, "checkout-canary", 12)
 	f.status(v1alpha1.CanaryCompleted, 3, C, C, C)
 	if fmt.Sprint(sizes) != "[2 4 6 7 5 3 5 7 9 10]" {
 		t.Errorf("canary sizes %v", sizes)
@@ -131,15 +131,7 @@ func TestSurgeRollback(t *testing.T) {
 	})
 	f.available("checkout", 3)
 	f.step(patchStable+replicas(5), writeStatus)
-	var stable []int32
-	for i := 0; i < 20 && f.canary().Status.Phase != v1alpha1.CanaryRolledBack; i++ {
-		if n := specOf(f.deployment("checkout")); len(stable) == 0 || stable[len(stable)-1] != n {
-			stable = append(stable, n)
-		}
-		f.playDeployments(12, 10)
-		f.refresh()
-		f.sync()
-	}
+	stable := f.playUntil(v1alpha1.CanaryRolledBack, "checkout", 12)
 	f.status(v1alpha1.CanaryRolledBack, 3, C, C, U, P)
 	if fmt.Sprint(stable) != "[5 7 9 10]" {
 		t.Errorf("stable sizes %v", stable)
