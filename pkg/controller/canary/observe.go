@@ -20,6 +20,8 @@ type observed struct {
 	// canaryDep is the Deployment named spec.canary.name, nil when it does not exist; it may be
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
+	// measured are the checks measured in this sync, by name (analysis.go).
+	measured map[string]measured
 }
 
 // observe reads the Deployments of cn from the lister, each overlaid with a pending write of
