@@ -127,7 +127,7 @@ var Permissions = []Permission{
 
 	// Deployments: UnitedDeployment subsets, and the Canary controller's canary and stable
 	// Deployments.
-	{apps, "deployments", "list", "", informerList},
+	{apps, "deployments", "list", "", informerList + " (managed-by label: subset and canary Deployments); canary: the watch of each Deployment a Canary names (fieldSelector metadata.name)"},
 	{apps, "deployments", "watch", "", informerWatch},
 	{apps, "deployments", "get", "", "canary: orphanDeployments reads the canary Deployment from the API server before removing its owner reference"},
 	{apps, "deployments", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset Deployment; canary: createCanary"},

@@ -203,9 +203,9 @@ func everything() labels.Selector { return labels.Everything() }
 
 // referencedUnfiltered are the native resources an informer may list and watch without the
 // managed-by selector, each with the controller that references objects of it it did not
-// create. The Canary's stable Deployment is the one left: its controller is being rewritten
-// (docs/architecture.md, "What the agent caches").
-var referencedUnfiltered = map[string]string{"deployments": "canary"}
+// create. None: the Canary's stable Deployment is watched by name (canary.WatchedDeployments,
+// tested in pkg/controller/canary), not by an informer of every Deployment.
+var referencedUnfiltered = map[string]string{}
 
 // Every informer the registered controllers start lists and watches native objects only through
 // the managed-by selector, so that the agent's memory does not grow with unrelated objects; the

@@ -52,6 +52,7 @@ type Controller struct {
 
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
+	deployments      Deployments
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock
 
@@ -69,8 +70,9 @@ type Controller struct {
 
 // NewController returns a Canary controller that watches Canaries and Deployments through the
 // given shared informers. It registers its event handlers and an index on the Canary informer,
-// so it must be called before the informers are started. The Deployment informer must not be
-// filtered by labels: stable Deployments are not labelled by the agent.
+// so it must be called before the informers are started. The Deployment informer must hold
+// every Deployment a Canary names, unless WatchNamed makes the controller watch those by name
+// (then the informer needs only the managed-by ones, the canary Deployments).
 func NewController(
 	kubeClient kubernetes.Interface,
 	client versioned.Interface,
@@ -88,6 +90,7 @@ func NewController(
 		client:           client,
 		canaryLister:     canaryInformer.Lister(),
 		canaryIndexer:    canaryInformer.Informer().GetIndexer(),
+		deployments:      ListerDeployments(deploymentInformer.Lister()),
 		deploymentLister: deploymentInformer.Lister(),
 		clock:            clock.RealClock{},
 		runner:           runner,
@@ -105,7 +108,27 @@ func NewController(
 	if err := c.Watch(canaryInformer.Informer(), c.ObjectHandler()); err != nil {
 		return nil, err
 	}
-	if err := c.Watch(deploymentInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	if err := c.Watch(deploymentInformer.Informer(), c.deploymentHandler()); err != nil {
+		return nil, err
+	}
+	if err := c.Watch(canaryInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.releaseCanary}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// WatchNamed makes the controller read the Deployments Canaries name through a watch of each
+// name (WatchedDeployments) next to its Deployment informer, which then needs to hold only the
+// canary Deployments (managed-by).
+func (c *Controller) WatchNamed(kube kubernetes.Interface) {
+	w := NewWatchedDeployments(kube, c.deploymentLister)
+	w.SetHandler(c.deploymentHandler())
+	c.deployments, c.deploymentLister = w, w.Lister()
+}
+
+// deploymentHandler enqueues the Canaries of a Deployment on its events.
+func (c *Controller) deploymentHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: c.handleDeployment,
 		UpdateFunc: func(old, obj interface{}) {
 			if old.(*appsv1.Deployment).ResourceVersion == obj.(*appsv1.Deployment).ResourceVersion {
@@ -114,10 +137,14 @@ func NewController(
 			c.handleDeployment(obj)
 		},
 		DeleteFunc: c.handleDeployment,
-	}); err != nil {
-		return nil, err
 	}
-	return c, nil
+}
+
+// releaseCanary stops the watches of the names a deleted Canary referenced.
+func (c *Controller) releaseCanary(obj interface{}) {
+	if o, err := expectations.ObjectFromDeleteEvent(obj); err == nil {
+		c.deployments.Release(cache.MetaObjectToName(o))
+	}
 }
 
 // indexByDeployment returns the namespace/name keys of the stable and the canary Deployment of a
@@ -140,13 +167,16 @@ func indexByDeployment(obj interface{}) ([]string, error) {
 // Run waits for the caches to sync, starts workers and blocks until ctx is done; it then shuts
 // the queue down and returns once the workers have finished the items they were processing.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	if w, ok := c.deployments.(*WatchedDeployments); ok {
+		go w.Run(ctx)
+	}
 	c.Base.Run(ctx, workers, c.syncHandler)
 }
 
 // cacheLagging reports errors that only mean the cache lagged this controller's own writes: the
 // informer event is on its way, so they are requeued without an error log.
 func cacheLagging(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale)
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale) || errors.Is(err, errNotListed)
 }
 
 // handleDeployment enqueues the Canaries a Deployment belongs to: the Canary that controls it

@@ -3,8 +3,9 @@ package canary
 import "github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 
 // Init is the agent's InitFunc for the Canary controller: Canaries from the agent's own
-// factory, Deployments from the native factory (unfiltered, since stable Deployments carry none
-// of the agent's labels), Events as EventComponent.
+// factory, canary Deployments from the managed-by factory, and each Deployment a Canary names
+// (its stable one) through a watch of that name only (WatchedDeployments), so that the agent
+// caches no unrelated Deployment; Events as EventComponent.
 //
 // podHealth checks read the canary's pods from the agent's managed pod informer (the canary pod
 // template carries the managed-by label), so no informer of every pod is needed.
@@ -13,12 +14,13 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		c.KubeClient,
 		c.Client,
 		c.Informers.Apps().V1alpha1().Canaries(),
-		c.KubeInformers.Apps().V1().Deployments(),
+		c.ManagedInformers.Apps().V1().Deployments(),
 		c.EventRecorder(EventComponent),
 	)
 	if err != nil {
 		return nil, err
 	}
+	cc.WatchNamed(c.KubeClient)
 	pods := c.ManagedInformers.Core().V1().Pods()
 	cc.SetPodLister(pods.Lister())
 	cc.WaitFor(pods.Informer().HasSynced)
