@@ -89,3 +89,23 @@ type CanaryTrafficStatus struct {
 	// +optional
 	HTTPRouteResourceVersion string `json:"httpRouteResourceVersion,omitempty"`
 }
+
+// The Canary's traffic routing condition and its reasons (docs/traffic.md).
+const (
+	// ConditionTrafficRoutingReady is True while the HTTPRoute and both Services are as the
+	// agent needs them; False (with one of the reasons below) holds every write of the release.
+	ConditionTrafficRoutingReady = "TrafficRoutingReady"
+
+	ReasonTrafficReady          = "Ready"
+	ReasonGatewayAPIUnavailable = "GatewayAPIUnavailable"
+	ReasonHTTPRouteNotFound     = "HTTPRouteNotFound"
+	ReasonHTTPRouteInvalid      = "HTTPRouteInvalid"
+	ReasonServiceNotFound       = "ServiceNotFound"
+	ReasonServiceSelector       = "ServiceSelectorMismatch"
+	ReasonHTTPRouteWriteFailed  = "HTTPRouteWriteFailed"
+
+	// EventTrafficShifted: the agent patched the HTTPRoute. EventHTTPRouteChanged: someone else
+	// changed the route between the agent's read and its write; it reads it again.
+	EventTrafficShifted   = "TrafficShifted"
+	EventHTTPRouteChanged = "HTTPRouteChanged"
+)
