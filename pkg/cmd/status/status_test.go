@@ -466,3 +466,10 @@ func TestDisplayDetection(t *testing.T) {
 func canaryStatusOf(t *testing.T, c *v1alpha1.Canary) (workload.RolloutStatus, error) {
 	return workload.RolloutStatusOf(workload.Canary, toUnstructured(t, c))
 }
+
+// A Deployment a Canary releases says which Canary drives it.
+func TestStatusOfADeploymentHeldByACanary(t *testing.T) {
+	c := canary(func(c *v1alpha1.Canary) { c.Spec.StableRef.Name = "front"; c.Spec.Canary.Name = "front-v2" })
+	res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{deploy(nil), c}, "deploy/front")
+	cmdtest.Golden(t, "deploy-held-by-canary", res.Transcript())
+}
