@@ -43,6 +43,7 @@ func (r *reconciler) planTraffic() {
 	r.traffic = t
 	if t.reason, t.message = r.checkTraffic(); t.reason != "" {
 		r.holdWrites(func(deploymentWrite) bool { return true })
+		r.requeueAt(r.now.Add(serviceTTL)) // Services are not watched: look again for a fixed one
 		return
 	}
 	t.weight, t.matches = r.desiredTraffic()

@@ -279,6 +279,9 @@ func TestTrafficProblemsChangeNothing(t *testing.T) {
 			if f.deployment("checkout-canary") != nil || replicasOf(f.deployment("checkout")) != 10 {
 				t.Error("a Deployment was changed")
 			}
+			if r := computePlan(mustObserve(t, f), metav1.NewTime(f.clock.Now())); r.requeueAfter != serviceTTL {
+				t.Errorf("requeueAfter %s, want %s: Services are not watched", r.requeueAfter, serviceTTL)
+			}
 		})
 	}
 }
@@ -340,4 +343,13 @@ func TestTrafficDynamicStableScale(t *testing.T) {
 		}
 		f.tstep(patchStable+replicas(want), writeStatus)
 	}
+}
+
+func mustObserve(t *testing.T, f *trafficFixture) *observed {
+	t.Helper()
+	obs, err := f.ctrl.observe(f.canary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
 }
