@@ -32,9 +32,10 @@ type trafficPlan struct {
 }
 
 // planTraffic decides the route's weights and header rule, then holds back the Deployment
-// writes that traffic must precede: nothing moves while routing is not ready; during a
-// rollback nothing moves until the route sends the canary nothing; no canary pod goes while
-// the canary has weight; no stable pod goes below what the stable weight needs.
+// writes that traffic must precede: nothing moves while routing is not ready; no canary pod goes
+// while the route (as observed) sends the canary traffic; no stable pod goes below what the
+// stable weight needs. The route is written before any Deployment write of the sync (execute),
+// so an abort takes the canary's traffic away before it scales anything.
 func (r *reconciler) planTraffic() {
 	if r.obs.traffic == nil {
 		return
@@ -53,11 +54,7 @@ func (r *reconciler) planTraffic() {
 		r.holdWrites(func(deploymentWrite) bool { return true })
 		return
 	}
-	canaryServed := t.current.CanaryWeight > 0 || t.current.HeaderRule >= 0
-	switch {
-	case r.rollingBack() && canaryServed:
-		r.holdWrites(func(deploymentWrite) bool { return true })
-	case canaryServed:
+	if t.current.CanaryWeight > 0 || t.current.HeaderRule >= 0 {
 		r.holdWrites(func(w deploymentWrite) bool { return w.kind == scaleCanary && w.to < w.from })
 	}
 	r.boundStable(t.current.CanaryWeight)
@@ -104,7 +101,7 @@ func (r *reconciler) rollingBack() bool {
 }
 
 // desiredTraffic is the canary weight and header matches of the release's state: none while it
-// rolls back or before any canary pod is available; everything once it completed; otherwise the
+// rolls back (once a stable pod is available) or before any canary pod is available; everything once it completed; otherwise the
 // step's weight, by default the canary's share of available pods, and the step's header
 // matches. While a step's pods come up, its header matches and an explicit weight wait for
 // them: the previous step's routing holds meanwhile.
@@ -112,6 +109,10 @@ func (r *reconciler) desiredTraffic() (int32, []v1alpha1.CanaryHeaderMatch) {
 	cn, st := r.canary, &r.status
 	avail := r.canaryAvailable()
 	switch {
+	case r.rollingBack() && r.obs.stable != nil && r.obs.stable.Status.AvailableReplicas == 0:
+		// Aborted after completion: no stable pod serves yet. Routing to it would be an outage;
+		// the canary keeps its weight until the first stable pod is available.
+		return r.traffic.current.CanaryWeight, nil
 	case r.rollingBack() || st.CurrentBatch == 0 || avail == 0:
 		return 0, nil
 	case r.phase == v1alpha1.CanaryCompleted:

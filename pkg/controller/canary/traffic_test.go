@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -20,6 +21,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/traffic"
@@ -201,8 +203,8 @@ func TestTrafficFollowsTheSteps(t *testing.T) {
 	f.wantRoute(100, false)
 }
 
-// Abort takes the canary's weight and header route away before anything is scaled: the first
-// sync of the rollback patches only the route; the Deployments move once the route shows it.
+// Abort takes the canary's weight and header route away before anything is scaled: the route
+// patch is the rollback's first write; the canary shrinks only once the route shows it.
 func TestTrafficAbortRoutesAwayFirst(t *testing.T) {
 	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), testerHeader, nil),
 		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
@@ -214,11 +216,61 @@ func TestTrafficAbortRoutesAwayFirst(t *testing.T) {
 	f.tstep(writeStatus)
 
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
-	f.tstep(patchRoute+"json", writeStatus)
+	f.tstep(patchRoute+"json", patchStable+replicas(10), writeStatus)
 	f.wantRoute(0, false)
-	f.tstep(patchStable+replicas(10), writeStatus)
 	f.available("checkout", 10)
+	// The cache lags the route patch: the canary keeps its pods, and the route patch planned
+	// from the old route is refused by its resourceVersion test.
+	stale := trafficRoute(80, 20)
+	stale.ResourceVersion = "99"
+	f.ctrl.traffic.routes = staleRoutes{f.ctrl.traffic.routes, stale}
+	f.refresh()
+	if actions, err := f.trySync(); !errors.Is(err, errStale) || len(actions) != 1 || !strings.HasPrefix(actions[0], patchRoute) {
+		t.Fatalf("actions %q, error %v: want only a refused route patch", actions, err)
+	}
+	f.ctrl.traffic.routes = f.ctrl.traffic.routes.(staleRoutes).HTTPRouteLister
 	f.tstep(patchCanary+replicas(0), writeStatus)
+}
+
+// staleRoutes is a route lister that still shows an older route.
+type staleRoutes struct {
+	gatewaylisters.HTTPRouteLister
+	route *gatewayv1.HTTPRoute
+}
+
+func (s staleRoutes) HTTPRoutes(string) gatewaylisters.HTTPRouteNamespaceLister { return s }
+func (s staleRoutes) Get(string) (*gatewayv1.HTTPRoute, error)                  { return s.route, nil }
+func (s staleRoutes) List(labels.Selector) ([]*gatewayv1.HTTPRoute, error) {
+	return []*gatewayv1.HTTPRoute{s.route}, nil
+}
+
+// Aborted after completion, with no stable pod left: the route keeps the canary's 100% until
+// a stable pod is available (routing to none would be an outage), then sends it nothing, and
+// only then does the canary shrink.
+func TestTrafficAbortAfterCompletion(t *testing.T) {
+	f := newTrafficFixture(t, trafficCanary(nil, nil, nil),
+		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
+	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 2)
+	f.tstep(routePatch(weightOps(80, 20)), writeStatus)
+	f.tstep(patchStable+replicas(8), writeStatus)
+	f.available("checkout", 8)
+	f.tstep(writeStatus)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
+	f.tstep(patchCanary+replicas(10), writeStatus)
+	f.available("checkout-canary", 10)
+	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(patchStable+replicas(0), writeStatus)
+	f.available("checkout", 0)
+	f.tstep(writeStatus)
+	f.status(v1alpha1.CanaryCompleted, 2, C, C)
+
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
+	f.tstep(patchStable+replicas(10), writeStatus)
+	f.wantRoute(100, false)
+	f.available("checkout", 1)
+	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+	f.wantRoute(0, false)
 }
 
 // While the canary has weight, no canary pod is removed, even when the route is all someone
@@ -352,4 +404,17 @@ func mustObserve(t *testing.T, f *trafficFixture) *observed {
 		t.Fatal(err)
 	}
 	return obs
+}
+
+// A rollback whose stable Deployment is already whole patches the route first and shrinks the
+// canary only in a later sync, once the route as cached shows the canary no traffic.
+func TestTrafficCanaryShrinksOnlyAfterTheRouteShowsZero(t *testing.T) {
+	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), nil, nil),
+		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
+	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 2)
+	f.tstep(routePatch(weightOps(80, 20)), writeStatus) // the stable Deployment is still at 10
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
+	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+	f.tstep(patchCanary+replicas(0), writeStatus)
 }

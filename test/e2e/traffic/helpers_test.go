@@ -266,7 +266,7 @@ func (w *routeWatcher) pods(wi watch.Interface) {
 // verify fails the test for every canary pod removed while the route version in force (the
 // latest below the removal's resourceVersion) sent the canary traffic; it returns the number of
 // removals checked.
-func (w *routeWatcher) verify(t *testing.T) int {
+func (w *routeWatcher) verify(t testing.TB) int {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -40,10 +40,12 @@ func TestWeightsAtEveryStep(t *testing.T) {
 	w.verify(t)
 }
 
-// Abort at each step sends the canary nothing before anything is scaled: the watcher fails the
-// test if a canary pod is removed while the route still sends it traffic.
+// Abort at each step, and after completion, sends the canary nothing before any canary pod goes:
+// the watcher fails the test if a canary pod is removed while the route still sends it
+// traffic (TestRouteWatcherVerify shows it can). After completion no stable pod is left, so the
+// canary keeps its weight until one is available.
 func TestAbortAtEachStep(t *testing.T) {
-	for _, k := range []int32{1, 2} {
+	for _, k := range []int32{1, 2, 3} {
 		t.Run(fmt.Sprintf("step %d", k), func(t *testing.T) {
 			e := setup(t)
 			e.createService(services.Stable, "stable")
@@ -52,12 +54,16 @@ func TestAbortAtEachStep(t *testing.T) {
 			w := e.watchRouteAndPods()
 			e.createCanary()
 			for i := int32(1); i <= k; i++ {
-				e.waitPhase(v1alpha1.CanaryPaused, i)
+				if i < 3 {
+					e.waitPhase(v1alpha1.CanaryPaused, i)
+				} else {
+					e.waitPhase(v1alpha1.CanaryCompleted, i)
+				}
 				if i < k {
 					e.promote(i)
 				}
 			}
-			e.waitRoute([]int32{0, 10, 50}[k], k == 1)
+			e.waitRoute([]int32{0, 10, 50, 100}[k], k == 1)
 			e.patchCanary(`{"spec":{"rollback":true}}`)
 			e.waitPhase(v1alpha1.CanaryRolledBack, 0)
 			e.waitRoute(0, false)
