@@ -16,6 +16,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-workload/kubectl-workload/config"
@@ -150,6 +151,8 @@ func decodeStrict(t *testing.T, file string, doc []byte) string {
 		into = &appsv1.Deployment{}
 	case "Service":
 		into = &corev1.Service{}
+	case "HTTPRoute":
+		into = &gatewayv1.HTTPRoute{}
 	default:
 		t.Fatalf("%s: no Go type known for kind %q", file, meta.Kind)
 	}

@@ -59,6 +59,7 @@ const (
 	workloads = "apps.workload.dev"
 	apps      = "apps"
 	batch     = "batch"
+	gateway   = "gateway.networking.k8s.io"
 	core      = ""
 )
 
@@ -139,6 +140,15 @@ var Permissions = []Permission{
 	// Jobs: the job provider of Canary analysis (one Job per measurement, owned by the Canary).
 	{batch, "jobs", "get", "", "canary analysis: analysis.Job.Measure reads its Job's outcome (no informer: a Job is polled only while its check measures)"},
 	{batch, "jobs", "create", "", "canary analysis: analysis.Job.Measure starts the measurement's Job"},
+
+	// Traffic routing of Canaries (docs/traffic.md): the HTTPRoute a Canary names (informer,
+	// started only when the cluster serves the Gateway API) and its two Services (read, not
+	// watched: only checked, through a short-lived cache).
+	{gateway, "httproutes", "list", "", informerList + " (canary: routes of the agent's scope)"},
+	{gateway, "httproutes", "watch", "", informerWatch},
+	{gateway, "httproutes", "patch", "", "canary: writeRoute sets the backendRef weights and the header rule (JSON patch testing resourceVersion)"},
+	{gateway, "httproutes", "get", "", "canary: writeRoute reads the route after a refused patch, to tell someone else's edit from a failure"},
+	{core, "services", "get", "", "canary: trafficClients.service checks the stable and canary Services exist and select the right pods"},
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).

@@ -28,6 +28,8 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	workloadscheme "github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/scheme"
 	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
@@ -59,6 +61,8 @@ type Clients struct {
 	Kube kubernetes.Interface
 	// Client is for the agent's own API group.
 	Client versioned.Interface
+	// Gateway is for gateway.networking.k8s.io (a Canary's HTTPRoute); nil: no traffic routing.
+	Gateway gatewayclient.Interface
 	// LeaderElection is for the Lease; nil means Kube. It has its own rate limiter and a short
 	// timeout so that renewals neither queue behind controller traffic nor hang. It is not
 	// fenced: it is what keeps the fence open.
@@ -134,7 +138,11 @@ func NewClients(opts *Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
-	return &Clients{Kube: kube, Client: client, LeaderElection: le, Fence: writes}, nil
+	gateway, err := gatewayclient.NewForConfig(shared)
+	if err != nil {
+		return nil, fmt.Errorf("gateway API client: %w", err)
+	}
+	return &Clients{Kube: kube, Client: client, Gateway: gateway, LeaderElection: le, Fence: writes}, nil
 }
 
 // UserAgent is the agent's User-Agent: the program and version, the platform and, when known,
@@ -476,9 +484,14 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 	a.status.set(PhaseSyncing)
 
 	factories := NewFactories(a.clients.Kube, a.clients.Client, a.opts.Namespace, a.opts.ResyncPeriod)
+	if a.clients.Gateway != nil && servesHTTPRoutes(a.clients.Kube) {
+		factories.EnableGateway(a.clients.Gateway, a.opts.Namespace, a.opts.ResyncPeriod)
+	}
 	cctx := &ctrl.Context{
 		KubeClient:       a.clients.Kube,
 		Client:           a.clients.Client,
+		GatewayClient:    a.clients.Gateway,
+		GatewayInformers: factories.Gateway,
 		KubeInformers:    factories.Kube,
 		ManagedInformers: factories.Managed,
 		ManagedSelector:  ManagedSelector,

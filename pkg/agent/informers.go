@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -48,6 +50,32 @@ type Factories struct {
 	Managed informers.SharedInformerFactory
 	// Workloads is for the agent's own API group, scoped to the namespace.
 	Workloads externalversions.SharedInformerFactory
+	// Gateway is for the Gateway API's HTTPRoutes (a Canary's route), scoped to the namespace;
+	// nil unless EnableGateway was called. Not filtered by labels: routes are the user's, and
+	// few (docs/traffic.md, "What the agent caches").
+	Gateway gatewayinformers.SharedInformerFactory
+}
+
+// EnableGateway adds the Gateway API factory, with the StripManagedFields transform.
+func (f *Factories) EnableGateway(client gatewayclient.Interface, namespace string, resync time.Duration) {
+	f.Gateway = gatewayinformers.NewSharedInformerFactoryWithOptions(client, resync,
+		gatewayinformers.WithNamespace(namespace),
+		gatewayinformers.WithTransform(StripManagedFields))
+}
+
+// servesHTTPRoutes reports whether the API server serves gateway.networking.k8s.io/v1
+// httproutes. Asked once when the agent starts leading: CRDs installed later need a restart.
+func servesHTTPRoutes(kube kubernetes.Interface) bool {
+	list, err := kube.Discovery().ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1")
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "httproutes" {
+			return true
+		}
+	}
+	return false
 }
 
 // NewFactories builds the three informer factories, all with the StripManagedFields transform.
@@ -72,6 +100,9 @@ func (f *Factories) Start(stop <-chan struct{}) {
 	f.Kube.Start(stop)
 	f.Managed.Start(stop)
 	f.Workloads.Start(stop)
+	if f.Gateway != nil {
+		f.Gateway.Start(stop)
+	}
 }
 
 // WaitForCacheSync waits until every started informer has synced or stop is closed, and returns
@@ -93,6 +124,13 @@ func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
 			unsynced = append(unsynced, typ.String())
 		}
 	}
+	if f.Gateway != nil {
+		for typ, ok := range f.Gateway.WaitForCacheSync(stop) {
+			if !ok {
+				unsynced = append(unsynced, typ.String())
+			}
+		}
+	}
 	return unsynced
 }
 
@@ -102,4 +140,7 @@ func (f *Factories) Shutdown() {
 	f.Kube.Shutdown()
 	f.Managed.Shutdown()
 	f.Workloads.Shutdown()
+	if f.Gateway != nil {
+		f.Gateway.Shutdown()
+	}
 }

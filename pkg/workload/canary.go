@@ -89,6 +89,7 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 			}
 		}
 	}
+	progress = append(progress, canaryTrafficLines(&c)...) // canary_traffic.go
 	if c.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
 		return staleStatus(agentName, c.Generation, st.ObservedGeneration, progress), nil
 	}
@@ -152,6 +153,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		}
 		root.Children = append(root.Children, batches)
 	}
+	root.Children = append(root.Children, canaryTrafficNodes(&c)...) // canary_traffic.go
 	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {
 		deploy, err := t.kube.AppsV1().Deployments(t.ns).Get(t.ctx, d.name, metav1.GetOptions{})
 		switch {

@@ -57,6 +57,9 @@ type Options struct {
 	// (*.yaml, *.yml, *.json) installed once the cluster is up; empty means
 	// none. See DefaultCRDDir.
 	CRDDir string
+	// GatewayAPI installs the Gateway API's standard-channel CRDs (HTTPRoute and the rest),
+	// read from the sigs.k8s.io/gateway-api module the repository pins; see GatewayAPICRDDir.
+	GatewayAPI bool
 	// Nodes are the fake nodes; nil means DefaultNodes().
 	Nodes []Node
 	// PodsPerNode is each node's pod capacity; 0 means 2500, so that the
@@ -392,6 +395,15 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if c.opts.CRDDir != "" {
 		if err := c.InstallCRDs(ctx, c.opts.CRDDir); err != nil {
+			return err
+		}
+	}
+	if c.opts.GatewayAPI {
+		dir, err := GatewayAPICRDDir(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.InstallCRDs(ctx, dir); err != nil {
 			return err
 		}
 	}

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
@@ -42,6 +44,13 @@ type Context struct {
 	KubeClient kubernetes.Interface
 	// Client is the client for the agent's own API group (apps.workload.dev).
 	Client versioned.Interface
+	// GatewayClient is the client for gateway.networking.k8s.io (HTTPRoutes a Canary routes
+	// traffic through).
+	GatewayClient gatewayclient.Interface
+	// GatewayInformers is the shared factory for Gateway API objects, scoped to Namespace; nil
+	// when the cluster serves no gateway.networking.k8s.io/v1 HTTPRoute (an informer of a
+	// resource the server lacks would never sync and hold every controller back).
+	GatewayInformers gatewayinformers.SharedInformerFactory
 
 	// KubeInformers is the shared factory for native objects, scoped to Namespace and not filtered
 	// by labels: an informer from it caches every object of its kind, so the agent's memory grows

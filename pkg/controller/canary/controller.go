@@ -53,6 +53,7 @@ type Controller struct {
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
 	deployments      Deployments
+	traffic          *trafficClients // nil without the Gateway API (routes.go)
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock
 

@@ -21,6 +21,11 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		return nil, err
 	}
 	cc.WatchNamed(c.KubeClient)
+	if c.GatewayInformers != nil {
+		if err := cc.EnableTraffic(c.GatewayClient, c.GatewayInformers.Gateway().V1().HTTPRoutes()); err != nil {
+			return nil, err
+		}
+	}
 	pods := c.ManagedInformers.Core().V1().Pods()
 	cc.SetPodLister(pods.Lister())
 	cc.WaitFor(pods.Informer().HasSynced)

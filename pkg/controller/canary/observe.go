@@ -20,6 +20,7 @@ type observed struct {
 	// canaryDep is the Deployment named spec.canary.name, nil when it does not exist; it may be
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
+	traffic   *trafficObserved // spec.trafficRouting's route and Services (traffic.go)
 	// measured are the checks measured in this sync, by name (analysis.go).
 	measured map[string]measured
 }
@@ -33,6 +34,9 @@ func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 		return nil, err
 	}
 	if obs.canaryDep, err = c.deployment(cn.Namespace, cn.Spec.Canary.Name); err != nil {
+		return nil, err
+	}
+	if obs.traffic, err = c.observeTraffic(cn); err != nil {
 		return nil, err
 	}
 	return obs, nil

@@ -15,8 +15,9 @@ import (
 // reconciler is the plan of one sync of one Canary: a pure function of what the sync observed
 // (computePlan). It decides the batch state (status), the Deployment writes and the Events.
 type reconciler struct {
-	obs *observed
-	now metav1.Time
+	obs     *observed
+	now     metav1.Time
+	traffic *trafficPlan // nil without spec.trafficRouting (traffic.go)
 
 	canary *v1alpha1.Canary      // the observed Canary; only its annotations change
 	status v1alpha1.CanaryStatus // the batch state being computed
@@ -116,6 +117,7 @@ func computePlan(obs *observed, now metav1.Time) *reconciler {
 	r := &reconciler{obs: obs, now: now, canary: obs.canary, status: *obs.canary.Status.DeepCopy()}
 	r.applyMeasurements()
 	r.reconcile()
+	r.planTraffic() // traffic.go: the HTTPRoute, and the writes traffic must precede
 	return r
 }
 

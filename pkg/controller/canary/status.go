@@ -74,6 +74,7 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 	} else {
 		cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonReplicasUnavailable, msg)
 	}
+	setTrafficStatus(r, &st) // traffic.go
 	return st
 }
 

@@ -91,6 +91,9 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 		}
 		*bases = append(*bases, cn.ResourceVersion)
 	}
+	if f, err := c.writeRoute(ctx, r); f != nil || err != nil { // routes.go: traffic first
+		return f, err
+	}
 	for _, w := range r.writes {
 		err := c.writeDeployment(ctx, r.obs, w)
 		if err == nil {

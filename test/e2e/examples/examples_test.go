@@ -27,7 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	// Not DefaultCRDDir: without the CRDs this package cannot test anything,
 	// so a missing directory must fail the start, not be skipped.
-	localcluster.RunTestMain(m, localcluster.Options{CRDDir: localcluster.RepoPath("config", "crd")})
+	localcluster.RunTestMain(m, localcluster.Options{CRDDir: localcluster.RepoPath("config", "crd"), GatewayAPI: true})
 }
 
 // applier creates manifests' objects through the dynamic client, finding

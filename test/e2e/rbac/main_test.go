@@ -43,6 +43,6 @@ func TestMain(m *testing.M) {
 	// Creating an object with a blocking owner reference then needs update on the owner's
 	// finalizers subresource, as on clusters that enable it (OpenShift, some hardened
 	// distributions): a missing */finalizers grant is a 403 here too.
-	localcluster.RunAuditedTestMain(m, localcluster.Options{CRDDir: localcluster.DefaultCRDDir()}, nil, auditPolicy,
+	localcluster.RunAuditedTestMain(m, localcluster.Options{CRDDir: localcluster.DefaultCRDDir(), GatewayAPI: true}, nil, auditPolicy,
 		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
 }

@@ -74,6 +74,7 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("UnitedDeployment", e.unitedDeploymentScenario)
 	t.Run("Canary", e.canaryScenario)
 	t.Run("CanaryAnalysis", e.canaryAnalysisScenario)
+	t.Run("CanaryTraffic", e.canaryTrafficScenario) // traffic_test.go
 	if err := agent.Stop(); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}

@@ -60,6 +60,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || self.batchSizes.map(b, type(b) == int ? b : (int(b.substring(0, size(b) - 1)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || (type(self.batchSizes[self.batchSizes.size() - 1]) == int ? self.batchSizes[self.batchSizes.size() - 1] == self.replicas : self.batchSizes[self.batchSizes.size() - 1] == '100%')",message="the last of batchSizes must be the full size: spec.replicas or \"100%\""
 // +kubebuilder:validation:XValidation:rule="!has(self.batches) || self.batches <= self.replicas || self.replicas == 0",message="batches cannot be more than replicas: every batch must add at least one canary pod"
+// +kubebuilder:validation:XValidation:rule="!has(self.dynamicStableScale) || !self.dynamicStableScale || has(self.trafficRouting)",message="dynamicStableScale needs trafficRouting: the stable Deployment shrinks as its traffic weight falls"
+// +kubebuilder:validation:XValidation:rule="has(self.trafficRouting) || !has(self.steps) || self.steps.all(s, !has(s.weight))",message="steps[].weight needs trafficRouting: without it traffic follows the pod counts"
+// +kubebuilder:validation:XValidation:rule="has(self.trafficRouting) || !has(self.steps) || self.steps.all(s, !has(s.matches))",message="steps[].matches needs trafficRouting: header routes are set on its HTTPRoute"
+// +kubebuilder:validation:XValidation:rule="!has(self.trafficRouting) || self.trafficRouting.gatewayAPI.stableService != self.trafficRouting.gatewayAPI.canaryService",message="trafficRouting.gatewayAPI.canaryService must differ from stableService"
 type CanarySpec struct {
 	// Replicas is the number of pods serving across the stable and the canary Deployment.
 	// Available capacity never drops below it during the release or a rollback.
@@ -175,6 +179,15 @@ type CanarySpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// TrafficRouting moves traffic by weight through an HTTPRoute (docs/traffic.md).
+	// +optional
+	TrafficRouting *CanaryTrafficRouting `json:"trafficRouting,omitempty"`
+
+	// DynamicStableScale, with trafficRouting, shrinks the stable Deployment as its weight falls
+	// (never below what its weight needs) instead of only as canary pods become available.
+	// +optional
+	DynamicStableScale bool `json:"dynamicStableScale,omitempty"`
 }
 
 // CanaryStep is one step of a release.
@@ -199,6 +212,19 @@ type CanaryStep struct {
 	// +listType=set
 	// +optional
 	Analysis []string `json:"analysis,omitempty"`
+
+	// Weight is the canary's share of traffic (0–100) during the step; without it the share
+	// follows the ready canary pods. Needs trafficRouting.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Weight *int32 `json:"weight,omitempty"`
+
+	// Matches are headers that send a request to the canary whatever the weights, during the
+	// step (all must match). Needs trafficRouting.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Matches []CanaryHeaderMatch `json:"matches,omitempty"`
 }
 
 // CanaryPause is a step's wait.
@@ -310,6 +336,10 @@ type CanaryStatus struct {
 	// deadline). It stays until spec.retries rises above its retries (kubectl workload retry).
 	// +optional
 	Abort *CanaryAbort `json:"abort,omitempty"`
+
+	// TrafficRouting is what the agent set on the HTTPRoute of spec.trafficRouting.
+	// +optional
+	TrafficRouting *CanaryTrafficStatus `json:"trafficRouting,omitempty"`
 
 	// Conditions are the latest observations of the release.
 	// +listType=map

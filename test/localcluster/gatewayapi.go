@@ -1,0 +1,40 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// GatewayAPIModule is the module whose standard-channel CRDs the harness installs. Its version is
+// the one the repository's go.mod pins (the agent's typed client comes from the same module), so
+// the CRDs in the cluster always match the types the agent was built with.
+const GatewayAPIModule = "sigs.k8s.io/gateway-api"
+
+// GatewayAPICRDDir returns config/crd/standard of the pinned gateway-api module in the module
+// cache, downloading the module if needed. The YAML is read from the module rather than copied
+// into the repository so that a version bump cannot leave a stale copy behind.
+func GatewayAPICRDDir(ctx context.Context) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", fmt.Errorf("gateway API CRDs: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", GatewayAPIModule)
+	cmd.Dir = root
+	if _, err := cmd.Output(); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", GatewayAPIModule, exitDetail(err))
+	}
+	cmd = exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", GatewayAPIModule)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", GatewayAPIModule, exitDetail(err))
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("go list -m %s: module not in the build list", GatewayAPIModule)
+	}
+	return filepath.Join(dir, "config", "crd", "standard"), nil
+}
