@@ -52,7 +52,10 @@ type Controller struct {
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
 	deploymentLister appslisters.DeploymentLister
-	clock            clock.PassiveClock
+	// named, when set (WatchByName), serves the Deployments Canaries name instead of
+	// deploymentLister.
+	named *namedDeployments
+	clock clock.PassiveClock
 
 	// mu guards the controller's own last writes, which the cache may not show yet: pending
 	// holds its Deployment writes by Deployment key (see observe), written its last status
@@ -64,8 +67,9 @@ type Controller struct {
 
 // NewController returns a Canary controller that watches Canaries and Deployments through the
 // given shared informers. It registers its event handlers and an index on the Canary informer,
-// so it must be called before the informers are started. The Deployment informer must not be
-// filtered by labels: stable Deployments are not labelled by the agent.
+// so it must be called before the informers are started. Unless WatchByName is called, the
+// Deployment informer must not be filtered by labels: stable Deployments are not labelled by the
+// agent.
 func NewController(
 	kubeClient kubernetes.Interface,
 	client versioned.Interface,
@@ -94,7 +98,15 @@ func NewController(
 	if err := c.Watch(canaryInformer.Informer(), c.ObjectHandler()); err != nil {
 		return nil, err
 	}
-	if err := c.Watch(deploymentInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	if err := c.Watch(deploymentInformer.Informer(), c.deploymentHandler()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// deploymentHandler enqueues the Canaries of a Deployment on each of its events.
+func (c *Controller) deploymentHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: c.handleDeployment,
 		UpdateFunc: func(old, obj interface{}) {
 			if old.(*appsv1.Deployment).ResourceVersion == obj.(*appsv1.Deployment).ResourceVersion {
@@ -103,10 +115,7 @@ func NewController(
 			c.handleDeployment(obj)
 		},
 		DeleteFunc: c.handleDeployment,
-	}); err != nil {
-		return nil, err
 	}
-	return c, nil
 }
 
 // indexByDeployment returns the namespace/name keys of the stable and the canary Deployment of a
@@ -129,6 +138,9 @@ func indexByDeployment(obj interface{}) ([]string, error) {
 // Run waits for the caches to sync, starts workers and blocks until ctx is done; it then shuts
 // the queue down and returns once the workers have finished the items they were processing.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	if c.named != nil {
+		c.named.start(ctx)
+	}
 	c.Base.Run(ctx, workers, c.syncHandler)
 }
 
@@ -149,7 +161,13 @@ func (c *Controller) handleDeployment(obj interface{}) {
 	if ref := metav1.GetControllerOf(o); c.IsOurs(ref) {
 		c.Queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
 	}
-	canaries, err := c.canaryIndexer.ByIndex(deploymentIndex, o.GetNamespace()+"/"+o.GetName())
+	c.enqueueNaming(o.GetNamespace() + "/" + o.GetName())
+}
+
+// enqueueNaming enqueues every Canary that names the Deployment key as its stable or canary
+// Deployment.
+func (c *Controller) enqueueNaming(key string) {
+	canaries, err := c.canaryIndexer.ByIndex(deploymentIndex, key)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return

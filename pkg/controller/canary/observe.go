@@ -26,6 +26,9 @@ type observed struct {
 // this controller.
 func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 	obs := &observed{canary: cn}
+	if c.named != nil {
+		c.named.set(cn.Namespace+"/"+cn.Name, namedKeys(cn))
+	}
 	var err error
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.StableRef.Name); err != nil {
 		return nil, err
@@ -39,7 +42,13 @@ func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 // deployment returns a Deployment from the lister (nil when it does not exist), or the
 // controller's own last write of it while the lister does not show that write.
 func (c *Controller) deployment(namespace, name string) (*appsv1.Deployment, error) {
-	d, err := c.deploymentLister.Deployments(namespace).Get(name)
+	var d *appsv1.Deployment
+	var err error
+	if c.named != nil {
+		d, err = c.named.get(namespace, name)
+	} else {
+		d, err = c.deploymentLister.Deployments(namespace).Get(name)
+	}
 	if apierrors.IsNotFound(err) {
 		d, err = nil, nil
 	}

@@ -24,6 +24,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.forgetStatus(key.String())
+		c.forgetNames(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
 	}
