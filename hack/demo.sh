@@ -296,6 +296,15 @@ up() {
 	run kubectl workload promote canary/checkout
 	run kubectl workload status canary/checkout -w --timeout="$timeout"
 	run kubectl get deployments -L apps.workload.dev/canary
+
+	say "Canary, automated: steps with timed pauses and checks (podHealth, a Job); nobody promotes"
+	run kubectl apply --server-side -f hack/demo/canary-automated.yaml
+	note "payments: each step bakes for its pause while its checks measure, then goes on by itself"
+	run kubectl workload status canary/payments -w --timeout="$timeout"
+	run kubectl get jobs -l app.kubernetes.io/managed-by=workload-agent
+	note "search: its canary's containers keep restarting; podHealth fails and the release rolls back by itself"
+	run kubectl wait canary/search --for=jsonpath='{.status.phase}'=RolledBack --timeout="$timeout"
+	run kubectl get canary search -o jsonpath='{.status.abort.reason}{": "}{.status.abort.message}{"\n"}'
 	run kubectl workload list
 	run kubectl get workload
 
@@ -309,7 +318,8 @@ up() {
 
   kubectl workload list
   kubectl workload get ud/orders
-  kubectl workload set image canary/checkout checkout=nginx:1.29
+  kubectl workload status canary/search
+  kubectl workload set image canary/search search=nginx:1.28 && kubectl workload retry canary/search
   kubectl workload abort canary/checkout
   kubectl workload undo tapp/gameserver
   kubectl workload status tapp/gameserver -w

@@ -58,6 +58,7 @@ func (k Key) String() string {
 const (
 	workloads = "apps.workload.dev"
 	apps      = "apps"
+	batch     = "batch"
 	core      = ""
 )
 
@@ -126,13 +127,17 @@ var Permissions = []Permission{
 
 	// Deployments: UnitedDeployment subsets, and the Canary controller's canary and stable
 	// Deployments.
-	{apps, "deployments", "list", "", informerList},
+	{apps, "deployments", "list", "", informerList + " (managed-by label: subset and canary Deployments); canary: the watch of each Deployment a Canary names (fieldSelector metadata.name)"},
 	{apps, "deployments", "watch", "", informerWatch},
 	{apps, "deployments", "get", "", "canary: orphanDeployments reads the canary Deployment from the API server before removing its owner reference"},
 	{apps, "deployments", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset Deployment; canary: createCanary"},
 	{apps, "deployments", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset Deployment; canary: updateCanaryTemplate"},
 	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted"},
 	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset Deployment; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
+
+	// Jobs: the job provider of Canary analysis (one Job per measurement, owned by the Canary).
+	{batch, "jobs", "get", "", "canary analysis: analysis.Job.Measure reads its Job's outcome (no informer: a Job is polled only while its check measures)"},
+	{batch, "jobs", "create", "", "canary analysis: analysis.Job.Measure starts the measurement's Job"},
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).

@@ -482,7 +482,6 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 		KubeInformers:    factories.Kube,
 		ManagedInformers: factories.Managed,
 		ManagedSelector:  ManagedSelector,
-		Transform:        StripManagedFields,
 		Informers:        factories.Workloads,
 		EventRecorder:    recorder,
 		Namespace:        a.opts.Namespace,

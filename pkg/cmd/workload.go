@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/list"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/retry"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/set"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/setpartition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
@@ -58,6 +59,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		pause.NewCmdResume(f, streams),
 		promote.NewCmdPromote(f, streams),
 		abort.NewCmdAbort(f, streams),
+		retry.NewCmdRetry(f, streams),
 		instance.NewCmdKillInstance(f, streams),
 		instance.NewCmdStartInstance(f, streams),
 		setpartition.NewCmdSetPartition(f, streams),

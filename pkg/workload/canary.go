@@ -39,6 +39,10 @@ func (canaryKind) Abort(ref Ref, obj *unstructured.Unstructured) (Change, error)
 	return AbortCanary(ref, obj)
 }
 
+func (canaryKind) Retry(ref Ref, obj *unstructured.Unstructured) (Change, error) {
+	return RetryCanary(ref, obj)
+}
+
 func (canaryKind) CheckPromote(ref Ref, o PromoteOptions) error {
 	if len(o.Subsets) > 0 || o.All {
 		return fmt.Errorf("%s: --subset and --all apply to a ud (UnitedDeployment); a canary is promoted batch by batch, or with --full", ref)
@@ -78,14 +82,22 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		if b.Index == st.CurrentBatch {
 			mark = ">"
 		}
-		progress = append(progress, fmt.Sprintf("%s batch %d/%d  %-*s  %s", mark, b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
+		progress = append(progress, fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(&c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
+		if b.Index == st.CurrentBatch {
+			for _, l := range canaryStepDetail(&c) {
+				progress = append(progress, "      "+l)
+			}
+		}
 	}
 	if c.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
 		return staleStatus(agentName, c.Generation, st.ObservedGeneration, progress), nil
 	}
 	counts := fmt.Sprintf("canary %d/%d available, stable %d/%d available", st.CanaryAvailable, st.CanaryReplicas, st.StableAvailable, st.StableReplicas)
 	if total > 0 && st.CurrentBatch > 0 {
-		counts = fmt.Sprintf("batch %d of %d, %s", st.CurrentBatch, total, counts)
+		counts = fmt.Sprintf("%s %d of %d, %s", stepWord(&c), st.CurrentBatch, total, counts)
+	}
+	if a := abortLine(&c); a != "" {
+		counts = a + "; " + counts
 	}
 	if st.Message != "" {
 		counts += " (" + st.Message + ")"
@@ -120,8 +132,16 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
 	if len(c.Status.Batches) > 0 {
 		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
+		if len(c.Spec.Steps) > 0 {
+			batches.Name, batches.Info = "steps", fmt.Sprintf("current %d of %d", c.Status.CurrentBatch, len(c.Status.Batches))
+		}
 		for _, b := range c.Status.Batches {
-			n := &Node{Name: fmt.Sprintf("batch %d", b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+			n := &Node{Name: fmt.Sprintf("%s %d", stepWord(&c), b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+			if b.Index == c.Status.CurrentBatch {
+				for _, l := range canaryStepDetail(&c) {
+					n.Children = append(n.Children, &Node{Name: l})
+				}
+			}
 			if b.StartTime != nil {
 				n.Created = b.StartTime.Time
 			}
@@ -145,7 +165,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
 		}
-		n.Info = d.role
+		n.Info = deploymentInfo(d.role, deploy)
 		root.Children = append(root.Children, n)
 	}
 	return root, nil

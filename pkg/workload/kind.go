@@ -66,6 +66,11 @@ type Aborter interface {
 	Abort(ref Ref, obj *unstructured.Unstructured) (Change, error)
 }
 
+// Retrier is a kind retry acts on.
+type Retrier interface {
+	Retry(ref Ref, obj *unstructured.Unstructured) (Change, error)
+}
+
 // Helper is the kind's helper.
 func (k Kind) Helper() Helper { return k.helper }
 

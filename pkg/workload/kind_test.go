@@ -27,6 +27,7 @@ func TestCapabilityLists(t *testing.T) {
 		"Listable":      {Listable, kindsWith[Lister]()},
 		"Pausable":      {Pausable, kindsWith[Pauser]()},
 		"Abortable":     {Abortable, kindsWith[Aborter]()},
+		"Retryable":     {Retryable, kindsWith[Retrier]()},
 		"Partitionable": {Partitionable, kindsWith[Partitioner]()},
 		"Promotable":    {Promotable, kindsWith[Promoter]()},
 	} {
@@ -38,10 +39,11 @@ func TestCapabilityLists(t *testing.T) {
 		"Listable":      {"Canary", "TApp", "UnitedDeployment"},
 		"Pausable":      {"Canary", "Deployment", "TApp", "UnitedDeployment"},
 		"Abortable":     {"Canary"},
+		"Retryable":     {"Canary"},
 		"Partitionable": {"StatefulSet", "TApp", "UnitedDeployment"},
 		"Promotable":    {"Canary", "UnitedDeployment"},
 	}
-	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Partitionable": Partitionable, "Promotable": Promotable} {
+	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Retryable": Retryable, "Partitionable": Partitionable, "Promotable": Promotable} {
 		if got := kindNames(list); !reflect.DeepEqual(got, want[name]) {
 			t.Errorf("%s = %v, want %v", name, got, want[name])
 		}

@@ -51,14 +51,14 @@ func Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOptions) (Change,
 // approvedBatchPath is where a Canary records the highest batch a person approved.
 var approvedBatchPath = []string{"spec", "approvedBatch"}
 
-// CanaryBatchCount is the number of batches of a Canary's plan, as the agent computes it (0
-// for a spec the agent cannot plan).
+// CanaryBatchCount is the number of steps (batches) of a Canary's release, as the agent
+// computes it, the final 100% step included (0 for a spec the agent cannot plan).
 func CanaryBatchCount(c *v1alpha1.Canary) int32 {
-	plan, err := v1alpha1.CanaryBatchPlan(&c.Spec)
+	steps, err := v1alpha1.CanarySteps(&c.Spec)
 	if err != nil {
 		return 0
 	}
-	return int32(len(plan))
+	return int32(len(steps))
 }
 
 // WaitingBatch is the batch a Canary is paused at, waiting for promotion (status.currentBatch
@@ -132,7 +132,7 @@ func PromoteCanary(ref Ref, obj *unstructured.Unstructured, full bool) (Change, 
 		batch = n
 		line = fmt.Sprintf("%s fully promoted: all %d batches approved%s", ref, n, held)
 	} else {
-		batch = WaitingBatch(c)
+		batch = PromotableBatch(c)
 		if batch == 0 {
 			state := string(c.Status.Phase)
 			if state == "" {

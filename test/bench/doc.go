@@ -34,6 +34,11 @@
 //     and burst). Reported: time to all Ready, writes per pod, the agent's peak RSS (target
 //     150 MiB). Then a new agent starts over the settled TApps and runs 20 s: its writes, from
 //     the audit log, must be none.
+//   - BenchmarkCanaryRelease (issue 12): a Canary of BENCH_REPLICAS pods released in 4 steps
+//     (25%, 50%, 75%, 100%) under the default maxSurge (25%) by the agent. Reported, from this
+//     process's watches: peak pods of both Deployments / (replicas + maxSurge) (target ≤ 1.0),
+//     fewest available / replicas (target ≥ 1.0), and the time the Canary said Completed minus
+//     the time its last stable pod disappeared (target ≥ 0).
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted

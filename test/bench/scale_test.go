@@ -120,8 +120,8 @@ func (e *env) idleMemory(b *testing.B, name string, extraArgs ...string) idleMem
 type idleMem struct{ peak, rss int64 }
 
 // agentSets are the agents BenchmarkUnrelatedObjects measures: as deployed, and without the
-// Canary controller, whose Deployments are watched by name (docs/architecture.md, "What the
-// agent caches"), so that its share, if any, shows.
+// Canary controller, whose Deployment informer is still unfiltered (docs/architecture.md, "What
+// the agent caches"), so that its share shows.
 var agentSets = []struct{ label, flag string }{
 	{"all controllers", "--controllers=*"},
 	{"without canary", "--controllers=*,-canary"},

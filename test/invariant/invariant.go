@@ -117,17 +117,7 @@ func start[T runtime.Object](ctx context.Context, lw *cache.ListWatch, obj T, w 
 // instance id, or more than maxUnavailable of the instances 0..replicas-1 lack a Ready pod. Start
 // it once the TApp's pods are all available.
 func TApp(ctx context.Context, kube kubernetes.Interface, ns, name string, replicas, maxUnavailable int) *Watcher {
-	sel := appsv1alpha1.LabelTAppName + "=" + name
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return kube.CoreV1().Pods(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return kube.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	}
+	lw := podListWatch(kube, ns, appsv1alpha1.LabelTAppName+"="+name)
 	unavailable := func(store cache.Store) (int, map[int][]string) {
 		live, ready := map[int][]string{}, map[int]bool{}
 		for _, o := range store.List() {
@@ -208,4 +198,45 @@ func Capacity(ctx context.Context, kube kubernetes.Interface, ns, stable, canary
 		},
 	}
 	return start(ctx, lw, &appsv1.Deployment{}, w)
+}
+
+// Surge watches the pods of a Canary's two Deployments (selector matches both): at no time may
+// more than limit (replicas + maxSurge) exist, terminating ones included, since they still hold
+// their node's resources until they are gone.
+func Surge(ctx context.Context, kube kubernetes.Interface, ns, selector string, limit int) *Watcher {
+	lw := podListWatch(kube, ns, selector)
+	pods := func(store cache.Store) int {
+		n := 0
+		for _, o := range store.List() {
+			if p := o.(*corev1.Pod); p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				n++
+			}
+		}
+		return n
+	}
+	w := &Watcher{
+		score: pods,
+		check: func(store cache.Store) ([]string, string) {
+			n := pods(store)
+			if n > limit {
+				return []string{fmt.Sprintf("%d pods of %s > replicas + maxSurge = %d", n, selector, limit)}, fmt.Sprintf("%d pods", n)
+			}
+			return nil, fmt.Sprintf("%d pods", n)
+		},
+	}
+	return start(ctx, lw, &corev1.Pod{}, w)
+}
+
+// podListWatch lists and watches the pods of ns that selector selects.
+func podListWatch(kube kubernetes.Interface, ns, selector string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return kube.CoreV1().Pods(ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return kube.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	}
 }

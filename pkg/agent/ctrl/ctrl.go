@@ -24,7 +24,6 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -46,8 +45,9 @@ type Context struct {
 
 	// KubeInformers is the shared factory for native objects, scoped to Namespace and not filtered
 	// by labels: an informer from it caches every object of its kind, so the agent's memory grows
-	// with the cluster. None of the registered controllers takes one: objects the agent references
-	// but did not create are watched by name (docs/architecture.md, "What the agent caches").
+	// with the cluster. Only for objects the agent references but did not create, and none of
+	// the registered controllers but the Canary's (its stable Deployment) takes one
+	// (docs/architecture.md, "What the agent caches").
 	KubeInformers informers.SharedInformerFactory
 	// ManagedInformers is the shared factory for every native object the agent creates (Pods,
 	// PersistentVolumeClaims, subset StatefulSets and Deployments, ControllerRevisions, canary
@@ -57,9 +57,6 @@ type Context struct {
 	ManagedInformers informers.SharedInformerFactory
 	// ManagedSelector is the label selector ManagedInformers lists and watches with.
 	ManagedSelector string
-	// Transform is the factories' cache transform (it strips managedFields), for informers a
-	// controller builds itself, such as the Canary's watches of single Deployments by name.
-	Transform cache.TransformFunc
 	// Informers is the shared factory for TApps, UnitedDeployments and Canaries, scoped to
 	// Namespace.
 	Informers externalversions.SharedInformerFactory

@@ -2,10 +2,7 @@
 package abort
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -32,29 +29,8 @@ var (
 		kubectl workload abort canary/checkout --dry-run=client`)
 )
 
-// Options holds what abort needs.
-type Options struct {
-	mutate.Target
-
-	genericiooptions.IOStreams
-}
-
 // NewCmdAbort returns the `abort` command.
 func NewCmdAbort(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams}
-	return mutate.NewCommand(f, mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable Deployment", Long: abortLong, Example: abortExample,
-		Kinds: workload.Abortable},
-		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
-}
-
-// Complete resolves the object, the namespace, the dry-run mode and the client.
-func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	return o.Target.Complete(f, cmd, args, mutate.NoArgs, workload.Abortable...)
-}
-
-// Run sets spec.rollback with a one-field merge patch, unless it is already set.
-func (o *Options) Run(ctx context.Context) error {
-	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
-		return workload.Abort(o.Ref, obj)
-	})
+	return mutate.NewObjectCommand(f, streams.Out, mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable Deployment", Long: abortLong, Example: abortExample,
+		Kinds: workload.Abortable}, workload.Abort)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -39,7 +41,11 @@ var (
 		namespace, so get stays fast in busy namespaces.
 
 		With -o json or -o yaml, prints a List of the workload and every object of its tree;
-		-o name prints their names.`)
+		-o name prints their names.
+
+		With --watch (-w), reads the tree again every --interval and shows it each time it
+		changes: redrawn in place on a terminal, printed again (after a blank line) to a pipe
+		or a file. It runs until interrupted (Ctrl-C) or the workload can no longer be read.`)
 
 	getExample = templates.Examples(`
 		# Show a TApp's instances and their pods
@@ -49,7 +55,10 @@ var (
 		kubectl workload get ud orders -n shop
 
 		# The names of a canary release's objects, for scripting
-		kubectl workload get canary/checkout -o name`)
+		kubectl workload get canary/checkout -o name
+
+		# Follow a canary release step by step
+		kubectl workload get canary/checkout -w`)
 )
 
 // now is the clock ages are measured with (tests fix it).
@@ -60,6 +69,10 @@ type Options struct {
 	PrintFlags *genericclioptions.PrintFlags
 	// Printer prints the objects; nil draws the tree.
 	Printer printers.ResourcePrinter
+
+	// Watch reads the tree again every Interval and shows it when it changed.
+	Watch    bool
+	Interval time.Duration
 
 	Ref       workload.Ref
 	Namespace string
@@ -87,6 +100,8 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	}
 	resolve.AddFilenameFlag(cmd)
 	o.PrintFlags.AddFlags(cmd)
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Show the tree again each time it changes, until interrupted.")
+	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "With --watch, how often to read the tree.")
 	return cmd
 }
 
@@ -98,6 +113,12 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 	}
 	ref := target.Ref
 	o.Ref = ref
+	switch {
+	case o.Watch && *o.PrintFlags.OutputFormat != "":
+		return fmt.Errorf("--watch draws the tree: it cannot be combined with -o %s", *o.PrintFlags.OutputFormat)
+	case o.Interval <= 0:
+		return fmt.Errorf("--interval must be positive, not %s", o.Interval)
+	}
 	if *o.PrintFlags.OutputFormat != "" {
 		if o.Printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return err
@@ -111,16 +132,17 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 	return err
 }
 
-// Run reads the workload and its tree, and prints it.
+// Run reads the workload and its tree, and prints it (with --watch, again each time it
+// changes).
 func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
-	if err != nil {
-		return err
+	if o.Watch {
+		terminal := status.DetectDisplay(o.Out, os.Getenv).Terminal
+		return follow(ctx, o.Out, terminal, o.Interval, o.render)
 	}
-	tree, err := workload.Tree(ctx, o.Client, o.Kube, o.Namespace, o.Ref, obj)
+	tree, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -132,6 +154,61 @@ func (o *Options) Run(ctx context.Context) error {
 		return o.Printer.PrintObj(list, o.Out)
 	}
 	return PrintTree(o.Out, tree)
+}
+
+// read reads the workload and its tree.
+func (o *Options) read(ctx context.Context) (*workload.Node, error) {
+	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return nil, err
+	}
+	return workload.Tree(ctx, o.Client, o.Kube, o.Namespace, o.Ref, obj)
+}
+
+// render draws the tree as text.
+func (o *Options) render(ctx context.Context) (string, error) {
+	tree, err := o.read(ctx)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	err = PrintTree(&b, tree)
+	return b.String(), err
+}
+
+// follow shows what render draws, again every interval when it changed, until ctx ends (nil)
+// or render fails (its error): on a terminal in place (cursor up over what it drew, erase,
+// draw), elsewhere after a blank line.
+func follow(ctx context.Context, out io.Writer, terminal bool, interval time.Duration, render func(context.Context) (string, error)) error {
+	last, drawn := "", 0
+	for {
+		text, err := render(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if text != last {
+			var b strings.Builder
+			switch {
+			case terminal && drawn > 0:
+				fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", drawn)
+			case !terminal && last != "":
+				b.WriteString("\n")
+			}
+			b.WriteString(text)
+			if _, err := io.WriteString(out, b.String()); err != nil {
+				return err
+			}
+			last, drawn = text, strings.Count(text, "\n")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
 }
 
 // PrintTree draws the tree as a table whose first column holds the branches.

@@ -175,6 +175,17 @@ func canaryObjects() []runtime.Object {
 	// The canary's pods carry the stable's app label too: only ReplicaSet ownership tells them apart.
 	objs = append(objs, deployment("checkout-canary", 1, labels("app", "checkout", "track", "canary"), labels(v1alpha1.LabelCanaryName, "checkout"),
 		[]rev{{"5b7d", []string{"checkout-canary-5b7d-klmno"}}})...)
+	// Their images and revisions show on the tree.
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			image, rev := "nginx:1.26", "4"
+			if d.Name == "checkout-canary" {
+				image, rev = "nginx:1.27", "1"
+			}
+			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "checkout", Image: image}}
+			d.Annotations = map[string]string{"deployment.kubernetes.io/revision": rev}
+		}
+	}
 	return objs
 }
 
@@ -218,6 +229,8 @@ func TestGet(t *testing.T) {
 		{"sts-json", []string{"sts/db", "-o", "json"}},
 		{"error-missing", []string{"ud/nope"}},
 		{"error-unknown-output", []string{"tapp/web", "-o", "wide"}},
+		{"error-watch-with-output", []string{"tapp/web", "-w", "-o", "yaml"}},
+		{"error-zero-interval", []string{"tapp/web", "-w", "--interval=0s"}},
 		{"error-unknown-type", []string{"pods/web-0"}},
 		{"error-not-served-type", []string{"widgets.example.com/web"}},
 		{"error-no-args", nil},

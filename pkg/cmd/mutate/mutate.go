@@ -124,3 +124,26 @@ func (t *Target) Do(ctx context.Context, out io.Writer, decide Decide) error {
 	}
 	return t.Send(ctx, out, change)
 }
+
+// ObjectVerb is a mutating verb that takes nothing but the object and decides its change from
+// the object alone (abort, retry).
+type ObjectVerb struct {
+	Target
+	Decide func(ref workload.Ref, obj *unstructured.Unstructured) (workload.Change, error)
+	Out    io.Writer
+}
+
+// NewObjectCommand returns the command of a verb that takes nothing but the object (of
+// v.Kinds) and sends the change decide makes of it.
+func NewObjectCommand(f cmdutil.Factory, out io.Writer, v Verb, decide func(workload.Ref, *unstructured.Unstructured) (workload.Change, error)) *cobra.Command {
+	o := &ObjectVerb{Decide: decide, Out: out}
+	return NewCommand(f, v,
+		func(cmd *cobra.Command, args []string) error {
+			return o.Target.Complete(f, cmd, args, NoArgs, v.Kinds...)
+		},
+		func(ctx context.Context) error {
+			return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
+				return o.Decide(o.Ref, obj)
+			})
+		})
+}

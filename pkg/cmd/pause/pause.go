@@ -2,8 +2,6 @@
 package pause
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -46,16 +44,6 @@ var (
 		kubectl workload resume canary/checkout`)
 )
 
-// Options holds what pause and resume need.
-type Options struct {
-	// Paused is what the switch is set to: true for pause, false for resume.
-	Paused bool
-
-	mutate.Target
-
-	genericiooptions.IOStreams
-}
-
 // NewCmdPause returns the `pause` command.
 func NewCmdPause(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	return newCmd(f, streams, true, "pause TYPE/NAME", "Pause a workload's rollout", pauseLong, pauseExample)
@@ -66,20 +54,11 @@ func NewCmdResume(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 	return newCmd(f, streams, false, "resume TYPE/NAME", "Resume a paused rollout", resumeLong, resumeExample)
 }
 
+// newCmd sets the kind's pause switch to paused with a one-field merge patch, unless it is
+// already set that way.
 func newCmd(f cmdutil.Factory, streams genericiooptions.IOStreams, paused bool, use, short, long, example string) *cobra.Command {
-	o := &Options{Paused: paused, IOStreams: streams}
-	return mutate.NewCommand(f, mutate.Verb{Use: use, Short: short, Long: long, Example: example, Kinds: workload.Pausable},
-		func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
-}
-
-// Complete resolves the object, the namespace, the dry-run mode and the client.
-func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	return o.Target.Complete(f, cmd, args, mutate.NoArgs, workload.Pausable...)
-}
-
-// Run sets the switch with a one-field merge patch, unless it is already set that way.
-func (o *Options) Run(ctx context.Context) error {
-	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
-		return workload.PauseChange(o.Ref, obj, o.Paused)
-	})
+	return mutate.NewObjectCommand(f, streams.Out, mutate.Verb{Use: use, Short: short, Long: long, Example: example, Kinds: workload.Pausable},
+		func(ref workload.Ref, obj *unstructured.Unstructured) (workload.Change, error) {
+			return workload.PauseChange(ref, obj, paused)
+		})
 }

@@ -101,6 +101,9 @@ func (o *ImageOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []st
 
 // Run reads the object, resolves the containers and sends the patch.
 func (o *ImageOptions) Run(ctx context.Context) error {
+	if err := workload.RefuseHeldDeployment(ctx, o.Client, o.Namespace, o.Ref, "set image on"); err != nil {
+		return err
+	}
 	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
 		return workload.SetImage(o.Ref, obj, o.Template, o.Args)
 	})

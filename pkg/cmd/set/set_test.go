@@ -46,6 +46,7 @@ func objects() []runtime.Object {
 	games.Spec.Template.TAppTemplate = &v1alpha1.TAppTemplateSpec{Spec: v1alpha1.TAppSpec{Template: template("app", "games:1", "log", "fluent:1")}}
 
 	checkout := &v1alpha1.Canary{ObjectMeta: meta("checkout")}
+	checkout.Spec.StableRef.Name = "checkout-stable"
 	checkout.Spec.Canary.Name = "checkout-canary"
 	checkout.Spec.Canary.Template = template("app", "shop:1")
 
@@ -54,7 +55,9 @@ func objects() []runtime.Object {
 	db := &appsv1.StatefulSet{ObjectMeta: meta("db")}
 	db.Spec.Template = template("postgres", "postgres:15")
 	db.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init-db", Image: "postgres:15"}}
-	return []runtime.Object{web, plain, pooled, orders, games, checkout, front, db}
+	held := &appsv1.Deployment{ObjectMeta: meta("checkout-stable")}
+	held.Spec.Template = template("app", "shop:1")
+	return []runtime.Object{web, plain, pooled, orders, games, checkout, front, db, held}
 }
 
 func TestSetImage(t *testing.T) {
@@ -83,6 +86,7 @@ func TestSetImage(t *testing.T) {
 		{"statefulset-already", []string{"sts/db", "postgres=postgres:15"}, true},
 		{"dry-run-client", []string{"tapp/plain", "app=nginx:1.26", "--dry-run=client"}, true},
 		{"dry-run-server", []string{"deploy/front", "sidecar=envoy:2", "--dry-run=server"}, false},
+		{"error-deployment-held-by-canary", []string{"deploy/checkout-stable", "app=shop:2"}, false},
 		{"error-unknown-container", []string{"tapp/web", "app=nginx:1.26", "db=postgres:16"}, false},
 		{"error-unknown-container-in-pool", []string{"tapp/web", "log=fluent:2", "--template", "canary"}, false},
 		{"error-unknown-container-deployment", []string{"deploy/front", "web=nginx:1.26"}, false},

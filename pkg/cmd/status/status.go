@@ -90,6 +90,9 @@ type Options struct {
 	Viewer    workload.StatusViewer
 	Display   Display
 
+	// held says which Canary releases the Deployment, "" for none.
+	held string
+
 	genericiooptions.IOStreams
 }
 
@@ -151,6 +154,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Ref, err)
 	}
+	if o.Ref.Kind.Name == workload.Deployment.Name {
+		// A Deployment a Canary releases says so: its rollout is the Canary's to drive.
+		if h, err := workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref.Name); err == nil && h != nil {
+			o.held = fmt.Sprintf("%s Deployment of canary/%s: see kubectl workload status canary/%s", h.Role, h.Canary, h.Canary)
+		}
+	}
+	st = o.note(st)
 	if !o.Watch {
 		if err := o.Display.PrintOnce(o.Out, o.Ref.String(), st); err != nil {
 			return err
@@ -177,6 +187,7 @@ func (o *Options) Run(ctx context.Context) error {
 			if err != nil {
 				return false, fmt.Errorf("%s: %w", o.Ref, err)
 			}
+			st = o.note(st)
 			p.Show(st)
 			last = st
 			return o.settled(st), nil
@@ -192,6 +203,14 @@ func (o *Options) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitTimeout, Msg: fmt.Sprintf("%s: timed out after %v waiting for the rollout (%s)", o.Ref, o.Timeout, last.Phase)}
 	}
 	return err
+}
+
+// note adds to a status what the object is part of (the Canary that releases a Deployment).
+func (o *Options) note(st workload.RolloutStatus) workload.RolloutStatus {
+	if o.held != "" {
+		st.Summary += " (the " + o.held + ")"
+	}
+	return st
 }
 
 // listWatch lists and watches the one object, by name, as kubectl rollout status does.

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clienttesting "k8s.io/client-go/testing"
@@ -93,6 +95,38 @@ func canary(mutate func(*v1alpha1.Canary)) *v1alpha1.Canary {
 		mutate(c)
 	}
 	return c
+}
+
+// t0 is the time workload.Now says in these tests.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func init() { workload.Now = func() time.Time { return t0 } }
+
+// stepsCanary is a Canary of spec.steps at step 2 of 3, baking: 1m20s of its timed pause left
+// (workload.Now is fixed at t0), its check measuring.
+func stepsCanary(mutate func(*v1alpha1.Canary)) *v1alpha1.Canary {
+	return canary(func(c *v1alpha1.Canary) {
+		c.Spec.Batches = nil
+		c.Spec.Steps = []v1alpha1.CanaryStep{
+			{Replicas: intstr.FromInt32(1), Pause: &v1alpha1.CanaryPause{}},
+			{Replicas: intstr.FromString("50%"), Pause: &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: 5 * time.Minute}}, Analysis: []string{"error-rate"}},
+		}
+		end := metav1.NewTime(t0.Add(80 * time.Second))
+		c.Spec.ApprovedBatch = 1
+		c.Status.Phase, c.Status.CurrentBatch = v1alpha1.CanaryProgressing, 2
+		c.Status.Message = "step 2/3: 5 of 5 canary pods available, baking"
+		c.Status.CanaryReplicas, c.Status.CanaryAvailable, c.Status.StableReplicas, c.Status.StableAvailable = 5, 5, 5, 5
+		c.Status.Batches = []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 1, State: v1alpha1.BatchCompleted},
+			{Index: 2, CanaryReplicas: 5, State: v1alpha1.BatchBaking, PauseEndTime: &end},
+			{Index: 3, CanaryReplicas: 10, State: v1alpha1.BatchPending},
+		}
+		c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{{Name: "error-rate", Phase: v1alpha1.AnalysisRunning, Count: 2, Successful: 2,
+			Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "[0.012]"}, {Phase: v1alpha1.AnalysisSuccessful, Value: "[0.009]"}}}}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
 }
 
 // canaryAt is the Canary at a step of its release.
@@ -202,6 +236,16 @@ func TestStatusOnce(t *testing.T) {
 		{"canary-completed", canaryAt(4, v1alpha1.CanaryCompleted, 10, ""), []string{"canary/checkout"}},
 		{"canary-rolled-back", canaryAt(2, v1alpha1.CanaryRolledBack, 0, "rolled back on request"), []string{"canary/checkout"}},
 		{"canary-degraded", canaryAt(2, v1alpha1.CanaryDegraded, 1, "canary pods crash: CrashLoopBackOff"), []string{"canary/checkout"}},
+		{"canary-steps-baking", stepsCanary(nil), []string{"canary/checkout"}},
+		{"canary-steps-aborted", stepsCanary(func(c *v1alpha1.Canary) {
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryRolledBack, "rolled back: stable \"checkout\" serves 10 pods, the canary none"
+			c.Status.CanaryReplicas, c.Status.CanaryAvailable, c.Status.StableReplicas, c.Status.StableAvailable = 0, 0, 10, 10
+			c.Status.Analysis[0].Phase, c.Status.Analysis[0].Failed, c.Status.Analysis[0].Count = v1alpha1.AnalysisFailed, 1, 3
+			c.Status.Analysis[0].Message = "1 failed measurement, more than failureLimit 0: [0.31]"
+			c.Status.Analysis[0].Measurements = append(c.Status.Analysis[0].Measurements, v1alpha1.AnalysisMeasurement{Phase: v1alpha1.AnalysisFailed, Value: "[0.31]"})
+			c.Status.Abort = &v1alpha1.CanaryAbort{Reason: v1alpha1.ReasonAnalysisFailed, Step: 2, Check: "error-rate",
+				Message: "check error-rate failed at step 2/3: 1 failed measurement, more than failureLimit 0: [0.31]"}
+		}), []string{"canary/checkout"}},
 		{"deploy-progressing", deploy(nil), []string{"deploy/front"}},
 		{"deploy-deadline-exceeded", deploy(func(d *appsv1.Deployment) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "False", Reason: "ProgressDeadlineExceeded"}}
@@ -421,4 +465,11 @@ func TestDisplayDetection(t *testing.T) {
 
 func canaryStatusOf(t *testing.T, c *v1alpha1.Canary) (workload.RolloutStatus, error) {
 	return workload.RolloutStatusOf(workload.Canary, toUnstructured(t, c))
+}
+
+// A Deployment a Canary releases says which Canary drives it.
+func TestStatusOfADeploymentHeldByACanary(t *testing.T) {
+	c := canary(func(c *v1alpha1.Canary) { c.Spec.StableRef.Name = "front"; c.Spec.Canary.Name = "front-v2" })
+	res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{deploy(nil), c}, "deploy/front")
+	cmdtest.Golden(t, "deploy-held-by-canary", res.Transcript())
 }

@@ -78,6 +78,9 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 
 // Run reads the workload and its history, and restores the chosen template.
 func (o *Options) Run(ctx context.Context) error {
+	if err := workload.RefuseHeldDeployment(ctx, o.Client, o.Namespace, o.Ref, "undo of"); err != nil {
+		return err
+	}
 	return o.Do(ctx, o.Out, func(ctx context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
 		if err := workload.CheckUndoable(o.Ref, obj); err != nil {
 			return workload.Change{}, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
@@ -51,11 +52,13 @@ type Controller struct {
 
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
+	deployments      Deployments
 	deploymentLister appslisters.DeploymentLister
-	// named, when set (WatchByName), serves the Deployments Canaries name instead of
-	// deploymentLister.
-	named *namedDeployments
-	clock clock.PassiveClock
+	clock            clock.PassiveClock
+
+	// runner and analysisEnv take the measurements of the checks of a baking step (analysis.go).
+	runner      *analysis.Runner
+	analysisEnv analysis.Env
 
 	// mu guards the controller's own last writes, which the cache may not show yet: pending
 	// holds its Deployment writes by Deployment key (see observe), written its last status
@@ -67,9 +70,9 @@ type Controller struct {
 
 // NewController returns a Canary controller that watches Canaries and Deployments through the
 // given shared informers. It registers its event handlers and an index on the Canary informer,
-// so it must be called before the informers are started. Unless WatchByName is called, the
-// Deployment informer must not be filtered by labels: stable Deployments are not labelled by the
-// agent.
+// so it must be called before the informers are started. The Deployment informer must hold
+// every Deployment a Canary names, unless WatchNamed makes the controller watch those by name
+// (then the informer needs only the managed-by ones, the canary Deployments).
 func NewController(
 	kubeClient kubernetes.Interface,
 	client versioned.Interface,
@@ -77,14 +80,21 @@ func NewController(
 	deploymentInformer appsinformers.DeploymentInformer,
 	recorder record.EventRecorder,
 ) (*Controller, error) {
+	runner, err := analysis.NewRunner()
+	if err != nil {
+		return nil, fmt.Errorf("compiling the analysis conditions' environment: %w", err)
+	}
 	c := &Controller{
 		Base:             base.New(ControllerName, Kind, recorder),
 		kubeClient:       kubeClient,
 		client:           client,
 		canaryLister:     canaryInformer.Lister(),
 		canaryIndexer:    canaryInformer.Informer().GetIndexer(),
+		deployments:      ListerDeployments(deploymentInformer.Lister()),
 		deploymentLister: deploymentInformer.Lister(),
 		clock:            clock.RealClock{},
+		runner:           runner,
+		analysisEnv:      analysis.Env{Client: kubeClient},
 		pending:          map[string]pendingWrite{},
 		written:          map[string]writtenStatus{},
 	}
@@ -101,10 +111,22 @@ func NewController(
 	if err := c.Watch(deploymentInformer.Informer(), c.deploymentHandler()); err != nil {
 		return nil, err
 	}
+	if err := c.Watch(canaryInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.releaseCanary}); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
-// deploymentHandler enqueues the Canaries of a Deployment on each of its events.
+// WatchNamed makes the controller read the Deployments Canaries name through a watch of each
+// name (WatchedDeployments) next to its Deployment informer, which then needs to hold only the
+// canary Deployments (managed-by).
+func (c *Controller) WatchNamed(kube kubernetes.Interface) {
+	w := NewWatchedDeployments(kube, c.deploymentLister)
+	w.SetHandler(c.deploymentHandler())
+	c.deployments, c.deploymentLister = w, w.Lister()
+}
+
+// deploymentHandler enqueues the Canaries of a Deployment on its events.
 func (c *Controller) deploymentHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: c.handleDeployment,
@@ -115,6 +137,13 @@ func (c *Controller) deploymentHandler() cache.ResourceEventHandler {
 			c.handleDeployment(obj)
 		},
 		DeleteFunc: c.handleDeployment,
+	}
+}
+
+// releaseCanary stops the watches of the names a deleted Canary referenced.
+func (c *Controller) releaseCanary(obj interface{}) {
+	if o, err := expectations.ObjectFromDeleteEvent(obj); err == nil {
+		c.deployments.Release(cache.MetaObjectToName(o))
 	}
 }
 
@@ -138,8 +167,8 @@ func indexByDeployment(obj interface{}) ([]string, error) {
 // Run waits for the caches to sync, starts workers and blocks until ctx is done; it then shuts
 // the queue down and returns once the workers have finished the items they were processing.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	if c.named != nil {
-		c.named.start(ctx)
+	if w, ok := c.deployments.(*WatchedDeployments); ok {
+		go w.Run(ctx)
 	}
 	c.Base.Run(ctx, workers, c.syncHandler)
 }
@@ -147,7 +176,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // cacheLagging reports errors that only mean the cache lagged this controller's own writes: the
 // informer event is on its way, so they are requeued without an error log.
 func cacheLagging(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale)
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || errors.Is(err, errStale) || errors.Is(err, errNotListed)
 }
 
 // handleDeployment enqueues the Canaries a Deployment belongs to: the Canary that controls it
@@ -161,13 +190,7 @@ func (c *Controller) handleDeployment(obj interface{}) {
 	if ref := metav1.GetControllerOf(o); c.IsOurs(ref) {
 		c.Queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
 	}
-	c.enqueueNaming(o.GetNamespace() + "/" + o.GetName())
-}
-
-// enqueueNaming enqueues every Canary that names the Deployment key as its stable or canary
-// Deployment.
-func (c *Controller) enqueueNaming(key string) {
-	canaries, err := c.canaryIndexer.ByIndex(deploymentIndex, key)
+	canaries, err := c.canaryIndexer.ByIndex(deploymentIndex, o.GetNamespace()+"/"+o.GetName())
 	if err != nil {
 		utilruntime.HandleError(err)
 		return

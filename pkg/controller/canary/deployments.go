@@ -28,8 +28,15 @@ func (r *reconciler) templateHash() string {
 func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 	cn := r.canary
 	template := cn.Spec.Canary.Template.DeepCopy()
-	maxUnavailable := intstr.FromInt32(0)
-	maxSurge := intstr.FromString("25%")
+	selector := maps.Clone(template.Labels)
+	// The pods carry the agent's labels too (not the selector, which stays the user's): the
+	// agent's pod informer sees only managed-by pods, and podHealth checks read them from it.
+	template.Labels = maps.Clone(template.Labels)
+	if template.Labels == nil {
+		template.Labels = map[string]string{}
+	}
+	template.Labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByAgent
+	template.Labels[v1alpha1.LabelCanaryName] = cn.Name
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      cn.Spec.Canary.Name,
@@ -43,18 +50,12 @@ func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas:        &replicas,
-			Selector:        &metav1.LabelSelector{MatchLabels: maps.Clone(template.Labels)},
+			Selector:        &metav1.LabelSelector{MatchLabels: selector},
 			Template:        *template,
 			MinReadySeconds: cn.Spec.MinReadySeconds,
-			// A new canary template replaces pods one surge pod at a time, never removing an
-			// available one first, so capacity holds through template changes too.
-			Strategy: appsv1.DeploymentStrategy{
-				Type: appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxUnavailable: &maxUnavailable,
-					MaxSurge:       &maxSurge,
-				},
-			},
+			// Nothing to replace at creation; updateCanaryTemplate sets the bounds of each
+			// later rollout from the surge budget.
+			Strategy: rollingStrategy(1, 0),
 		},
 	}
 }
@@ -67,10 +68,19 @@ func (r *reconciler) createCanary(replicas int32) {
 }
 
 // updateCanaryTemplate decides to rewrite the canary Deployment's template and minReadySeconds
-// when the Canary's changed, and reports whether it did.
+// when the Canary's changed, and reports whether it did. The Deployment then replaces its pods
+// with its own rolling update, whose bounds are set from the release's at that moment: it may
+// add only the pods the surge budget has room for, and remove only pods that are not available
+// (their capacity is not counted). With neither (every canary pod available and no room), the
+// update waits for the stable pods the step lets go.
 func (r *reconciler) updateCanaryTemplate() bool {
 	hash := r.templateHash()
 	if r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
+		return false
+	}
+	surge := r.surgeRoom()
+	unavailable := max(0, replicasOf(r.canaryDep)-r.canaryAvailable())
+	if surge == 0 && unavailable == 0 {
 		return false
 	}
 	d := r.canaryDep.DeepCopy()
@@ -81,9 +91,32 @@ func (r *reconciler) updateCanaryTemplate() bool {
 	d.Annotations[v1alpha1.AnnotationTemplateHash] = hash
 	d.Spec.Template = want.Spec.Template
 	d.Spec.MinReadySeconds = want.Spec.MinReadySeconds
-	d.Spec.Strategy = want.Spec.Strategy
+	d.Spec.Strategy = rollingStrategy(surge, unavailable)
 	r.canaryDep = d
 	r.writes = append(r.writes, deploymentWrite{kind: updateCanary, object: d.DeepCopy()})
+	return true
+}
+
+// rollingStrategy is a RollingUpdate strategy with absolute bounds.
+func rollingStrategy(surge, unavailable int32) appsv1.DeploymentStrategy {
+	s, u := intstr.FromInt32(surge), intstr.FromInt32(unavailable)
+	return appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &s, MaxUnavailable: &u},
+	}
+}
+
+// templateChangedAfterCompletion refuses, as Degraded, a new canary template once the release
+// completed: the canary Deployment then serves every replica, so writing the template to it
+// would roll all of them with the Deployment's own strategy, without steps, pauses or checks.
+func (r *reconciler) templateChangedAfterCompletion() bool {
+	d := r.canaryDep
+	if d == nil || d.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() {
+		return false
+	}
+	r.setDegraded(v1alpha1.ReasonTemplateChangedAfterCompletion, fmt.Sprintf(
+		"spec.canary.template changed after the release completed: Deployment %q keeps the released template, since writing it would roll every pod without steps. To release the new template, abort (kubectl workload abort), wait for RolledBack, then kubectl workload retry releases it from step 1; or create a new Canary whose stableRef is %q; or restore the template",
+		d.Name, d.Name))
 	return true
 }
 

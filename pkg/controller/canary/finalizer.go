@@ -149,7 +149,7 @@ func (c *Controller) orphanDeployments(ctx context.Context, cn *v1alpha1.Canary)
 		}
 		msg := fmt.Sprintf("Canary deleted: Deployment %q is no longer owned by it and keeps its %d replicas (%d available)",
 			n, replicasOf(d), d.Status.AvailableReplicas)
-		if s, err := c.deployment(cn.Namespace, cn.Spec.StableRef.Name); err == nil && s != nil && s.Name != n {
+		if s, err := c.deploymentLister.Deployments(cn.Namespace).Get(cn.Spec.StableRef.Name); err == nil && s.Name != n {
 			msg += fmt.Sprintf("; stable Deployment %q keeps its %d", s.Name, replicasOf(s))
 		}
 		c.eventf(cn, corev1.EventTypeNormal, EventOrphaned, "%s", msg)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -380,7 +381,9 @@ func (f *fixture) status(phase v1alpha1.CanaryPhase, current int32, states ...v1
 	return c
 }
 
-// newCanary is checkout's release of nginx 1.27: 10 replicas in 4 batches (1, 4, 7, 10).
+// newCanary is checkout's release of nginx 1.27: 10 replicas in 4 batches (1, 4, 7, 10), with
+// a surge bound of 100% (10 pods) that none of the batch tests reaches, so that each batch's
+// writes come in one sync; surge_test.go covers the bound itself.
 func newCanary(pause v1alpha1.PauseType) *v1alpha1.Canary {
 	return &v1alpha1.Canary{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Canary"},
@@ -397,6 +400,7 @@ func newCanary(pause v1alpha1.PauseType) *v1alpha1.Canary {
 			Batches:         ptr.To[int32](4),
 			PauseType:       pause,
 			MinReadySeconds: 5,
+			MaxSurge:        ptr.To(intstr.FromString("100%")),
 		},
 	}
 }

@@ -3,10 +3,12 @@ package canary
 import "github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 
 // Init is the agent's InitFunc for the Canary controller: Canaries from the agent's own
-// factory; the Deployments Canaries name watched one by one by name (a stable Deployment carries
-// none of the agent's labels) and the canary Deployments the controller created from the
-// managed-by factory, so that no informer caches unrelated Deployments; Events as
-// EventComponent.
+// factory, canary Deployments from the managed-by factory, and each Deployment a Canary names
+// (its stable one) through a watch of that name only (WatchedDeployments), so that the agent
+// caches no unrelated Deployment; Events as EventComponent.
+//
+// podHealth checks read the canary's pods from the agent's managed pod informer (the canary pod
+// template carries the managed-by label), so no informer of every pod is needed.
 func Init(c *ctrl.Context) (ctrl.Controller, error) {
 	cc, err := NewController(
 		c.KubeClient,
@@ -18,6 +20,9 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc.WatchByName(c.Transform)
+	cc.WatchNamed(c.KubeClient)
+	pods := c.ManagedInformers.Core().V1().Pods()
+	cc.SetPodLister(pods.Lister())
+	cc.WaitFor(pods.Informer().HasSynced)
 	return cc, nil
 }

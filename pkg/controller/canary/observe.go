@@ -20,15 +20,14 @@ type observed struct {
 	// canaryDep is the Deployment named spec.canary.name, nil when it does not exist; it may be
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
+	// measured are the checks measured in this sync, by name (analysis.go).
+	measured map[string]measured
 }
 
 // observe reads the Deployments of cn from the lister, each overlaid with a pending write of
 // this controller.
 func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 	obs := &observed{canary: cn}
-	if c.named != nil {
-		c.named.set(cn.Namespace+"/"+cn.Name, namedKeys(cn))
-	}
 	var err error
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.StableRef.Name); err != nil {
 		return nil, err
@@ -42,13 +41,7 @@ func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 // deployment returns a Deployment from the lister (nil when it does not exist), or the
 // controller's own last write of it while the lister does not show that write.
 func (c *Controller) deployment(namespace, name string) (*appsv1.Deployment, error) {
-	var d *appsv1.Deployment
-	var err error
-	if c.named != nil {
-		d, err = c.named.get(namespace, name)
-	} else {
-		d, err = c.deploymentLister.Deployments(namespace).Get(name)
-	}
+	d, err := c.deploymentLister.Deployments(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		d, err = nil, nil
 	}

@@ -2,6 +2,7 @@ package canary
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,16 @@ type reconciler struct {
 	canaryNew  bool // the canary Deployment is created in this sync: its status says nothing yet
 	stableRest bool // the stable Deployment is written in this sync: wait to see its status
 
+	// stalled: the current step did not become available within spec.progressDeadlineSeconds;
+	// deadlineMessage says so.
+	stalled         bool
+	deadlineMessage string
+	// inconclusive says which checks hold the current step for a person.
+	inconclusive string
+	// requeueAfter is when the release must be looked at again though nothing it watches
+	// changes (a timed pause ends, a check measures, a progress deadline passes); 0 for never.
+	requeueAfter time.Duration
+
 	// newSnapshot is the v1alpha1.AnnotationStableSnapshot to record on the Canary before any
 	// Deployment is written ("" when it is there already).
 	newSnapshot string
@@ -41,14 +52,21 @@ type reconciler struct {
 }
 
 // step is one step of a release: the canary pods it holds and what it waits for once they are
-// all available. Today's spec.batches, spec.batchSizes and spec.pauseType are written as steps
-// (stepsOf); a step list in the spec, timed pauses and analysis (issue 12) add fields here and
-// states to the batch state machine, not another plan.
+// all available (its bake, see bake.go). spec.batches, spec.batchSizes and spec.pauseType are
+// written as steps too (v1alpha1.CanarySteps).
 type step struct {
 	canaryReplicas int32
 	// pause: the release waits for a promotion (spec.approvedBatch at least the step's number).
 	pause bool
+	// pauseFor is a timed pause: the release goes on by itself that long after the step's pods
+	// are available (a promotion ends it sooner); 0 for none.
+	pauseFor time.Duration
+	// analysis names the checks of spec.analysis that run while the step bakes.
+	analysis []string
 }
+
+// bakes reports whether the step waits for anything once its pods are available.
+func (s step) bakes() bool { return s.pauseFor > 0 || len(s.analysis) > 0 }
 
 // stepsOf is the release spec describes (v1alpha1.CanarySteps).
 func stepsOf(spec *v1alpha1.CanarySpec) ([]step, error) {
@@ -58,7 +76,14 @@ func stepsOf(spec *v1alpha1.CanarySpec) ([]step, error) {
 	}
 	steps := make([]step, len(plan))
 	for i, s := range plan {
-		steps[i] = step{canaryReplicas: s.Replicas, pause: s.Pause != nil}
+		steps[i] = step{canaryReplicas: s.Replicas, analysis: s.Analysis}
+		switch {
+		case s.Pause == nil:
+		case s.Pause.Duration != nil && s.Pause.Duration.Duration > 0:
+			steps[i].pauseFor = s.Pause.Duration.Duration
+		default:
+			steps[i].pause = true
+		}
 	}
 	return steps, nil
 }
@@ -89,6 +114,7 @@ type deploymentWrite struct {
 // computePlan decides, from what a sync observed, the batch state, the outcome and the writes.
 func computePlan(obs *observed, now metav1.Time) *reconciler {
 	r := &reconciler{obs: obs, now: now, canary: obs.canary, status: *obs.canary.Status.DeepCopy()}
+	r.applyMeasurements()
 	r.reconcile()
 	return r
 }
@@ -125,11 +151,15 @@ func (r *reconciler) reconcile() {
 	if r.degradedSpec() {
 		return
 	}
-	if cn.Spec.Rollback {
+	r.retry()
+	if cn.Spec.Rollback || r.aborted() {
 		r.rollback()
 		return
 	}
 	r.progress()
+	if r.aborted() { // a check failed or the deadline passed with progressDeadlineAbort
+		r.rollback()
+	}
 }
 
 // degradedSpec records, and reports, a spec the canary Deployment cannot be made from.
@@ -179,6 +209,9 @@ func (r *reconciler) progress() {
 		st.CurrentBatch = n
 	}
 
+	if r.completed() && r.templateChangedAfterCompletion() {
+		return
+	}
 	if cn.Spec.Paused && !r.completed() {
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonPausedBySpec
 		if st.CurrentBatch == 0 {
@@ -197,8 +230,13 @@ func (r *reconciler) progress() {
 		r.startBatch(1)
 	}
 	r.advance()
-
 	k := st.CurrentBatch
+	if !r.aborted() {
+		r.checkDeadline(k)
+	}
+	if r.aborted() {
+		return // reconcile rolls back: nothing of the forward plan is written
+	}
 	target := r.steps[k-1].canaryReplicas
 	r.scale(target, false)
 	r.describeProgress(k, target)
@@ -218,17 +256,15 @@ func (r *reconciler) advance() {
 			continue
 		case v1alpha1.BatchUpgrading:
 			next = r.finishBatch(k, b)
-		case v1alpha1.BatchPaused:
-			if r.canary.Spec.ApprovedBatch < k {
+		case v1alpha1.BatchBaking, v1alpha1.BatchPaused:
+			if r.rebake(k, b) {
 				break
 			}
-			b.State = v1alpha1.BatchCompleted
-			r.event(corev1.EventTypeNormal, v1alpha1.EventPromoted, "batch %d/%d promoted (spec.approvedBatch=%d)", k, n, r.canary.Spec.ApprovedBatch)
-			next = true
+			next = r.bake(k, b)
 		case v1alpha1.BatchCompleted:
 			next = true
 		}
-		if !next || k >= n {
+		if !next || k >= n || r.aborted() {
 			return
 		}
 		r.startBatch(k + 1)
@@ -243,11 +279,9 @@ func (r *reconciler) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 		return false
 	}
 	b.FinishTime = r.now.DeepCopy()
-	if r.needsPause(k) {
-		b.State = v1alpha1.BatchPaused
-		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchPaused,
-			"batch %d/%d complete with %d canary pods: waiting for promotion (spec.approvedBatch >= %d)", k, n, r.steps[k-1].canaryReplicas, k)
-		return false
+	if s := r.steps[k-1]; s.bakes() || r.needsPause(k) {
+		r.startBake(k, b)
+		return r.bake(k, b)
 	}
 	b.State = v1alpha1.BatchCompleted
 	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.steps[k-1].canaryReplicas)
@@ -258,6 +292,14 @@ func (r *reconciler) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 func (r *reconciler) describeProgress(k, target int32) {
 	n := int32(len(r.steps))
 	switch b := r.status.Batches[k-1]; {
+	case r.stalled:
+		r.phase, r.reason, r.message = v1alpha1.CanaryDegraded, v1alpha1.ReasonProgressDeadlineExceeded, r.deadlineMessage
+	case b.State == v1alpha1.BatchBaking:
+		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBaking
+		r.message = fmt.Sprintf("step %d/%d: %d of %d canary pods available, baking: %s", k, n, r.canaryAvailable(), target, r.bakeProgress(b))
+	case b.State == v1alpha1.BatchPaused && r.inconclusive != "":
+		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonAnalysisInconclusive
+		r.message = fmt.Sprintf("step %d/%d waits for a person: %s (kubectl workload promote accepts it, abort rolls back)", k, n, r.inconclusive)
 	case b.State == v1alpha1.BatchPaused:
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonWaitingForPromotion
 		r.message = fmt.Sprintf("batch %d/%d complete with %d canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=%d)",

@@ -21,48 +21,63 @@ type StableSnapshot struct {
 	Template corev1.PodTemplateSpec `json:"template"`
 }
 
-// rollback returns all capacity to the stable Deployment: first the stable template is restored
-// from the snapshot if it changed and the stable Deployment scaled to spec.replicas; once that
-// many stable pods are available, the canary Deployment is scaled to 0.
+// rollback returns all capacity to the stable Deployment: the stable template is restored from
+// the snapshot if it changed, and the stable Deployment grows back to spec.replicas as fast as
+// the surge budget allows; the canary Deployment shrinks to what the stable pods available do
+// not yet cover (never taking capacity below spec.replicas), down to 0.
 func (r *reconciler) rollback() {
 	cn := r.canary
 	st := &r.status
 	replicas := cn.Spec.Replicas
 	if !wasRollingBack(st) {
+		why := "rollback requested (spec.rollback)"
+		if st.Abort != nil {
+			why = "release aborted (" + st.Abort.Reason + ")"
+		}
 		r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack,
-			"rollback requested at batch %d: scaling stable %q back to %d before the canary goes", st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
+			"%s at batch %d: scaling stable %q back to %d before the canary goes", why, st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
 	}
 
-	snap, err := r.snapshot()
-	if err != nil || snap == nil || snap.Deployment != r.stable.Name {
-		if !wasRollingBack(st) {
-			r.event(corev1.EventTypeWarning, v1alpha1.EventSnapshotMissing,
-				"no usable %s annotation (%v): the stable pod template is kept as it is", v1alpha1.AnnotationStableSnapshot, err)
-		}
-		snap = nil
-	}
+	snap := r.usableSnapshot()
 	restored := snap == nil || equality.Semantic.DeepEqual(snap.Template, r.stable.Spec.Template)
+	grow := replicas
+	if cur := replicasOf(r.stable); cur < replicas {
+		grow = min(replicas, cur+r.surgeRoom())
+	}
 	switch {
 	case !restored:
-		r.restoreStable(snap, replicas)
-	case replicasOf(r.stable) != replicas:
-		r.scaleStable(replicas)
+		r.restoreStable(snap, max(grow, replicasOf(r.stable)))
+	case replicasOf(r.stable) != grow:
+		r.scaleStable(grow)
 	}
 
+	// The canary goes once the stable Deployment has every replica available on its restored
+	// template. While the surge budget holds the stable Deployment below spec.replicas, the
+	// canary gives up what the available stable pods already cover, to make room for more.
+	if restored && r.canaryDep != nil && r.stableReady(0) {
+		keep := max(0, replicas-r.stable.Status.AvailableReplicas)
+		if replicasOf(r.stable) >= replicas && keep > 0 {
+			keep = replicasOf(r.canaryDep) // full size: wait for all of them, then 0
+		}
+		if keep < replicasOf(r.canaryDep) {
+			r.scaleCanary(keep)
+		}
+	}
+	r.describeRollback(restored)
+}
+
+// describeRollback sets the phase and message of a rollback.
+func (r *reconciler) describeRollback(restored bool) {
+	replicas := r.canary.Spec.Replicas
 	canaryLeft := int32(0)
 	if r.canaryDep != nil {
 		canaryLeft = max(replicasOf(r.canaryDep), r.canaryDep.Status.Replicas)
 	}
-	ready := restored && r.stableReady(replicas)
-	if ready && r.canaryDep != nil && replicasOf(r.canaryDep) != 0 {
-		r.scaleCanary(0)
-	}
-
 	switch {
-	case !ready:
+	case !restored || !r.stableReady(replicas):
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
-		r.message = fmt.Sprintf("rolling back: waiting for %d stable pods to be available (%d available); the canary keeps its %d pods until then",
-			replicas, r.stable.Status.AvailableReplicas, canaryLeft)
+		r.message = fmt.Sprintf("rolling back: stable at %d of %d, %d available; the canary keeps %d pods until stable pods replace them",
+			replicasOf(r.stable), replicas, r.stable.Status.AvailableReplicas, canaryLeft)
 	case canaryLeft > 0:
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
 		r.message = fmt.Sprintf("rolling back: %d stable pods available; scaling the canary down to 0 (%d pods left)",
@@ -70,10 +85,24 @@ func (r *reconciler) rollback() {
 	default:
 		r.phase, r.reason = v1alpha1.CanaryRolledBack, v1alpha1.ReasonRolledBack
 		r.message = fmt.Sprintf("rolled back: stable %q serves %d pods, the canary none", r.stable.Name, replicas)
-		if st.Phase != v1alpha1.CanaryRolledBack {
+		if r.status.Phase != v1alpha1.CanaryRolledBack {
 			r.event(corev1.EventTypeNormal, v1alpha1.EventRolledBack, "%s", r.message)
 		}
 	}
+}
+
+// usableSnapshot is the snapshot of the stable Deployment to restore, nil when there is none
+// for it (reported once).
+func (r *reconciler) usableSnapshot() *StableSnapshot {
+	snap, err := r.snapshot()
+	if err == nil && snap != nil && snap.Deployment == r.stable.Name {
+		return snap
+	}
+	if !wasRollingBack(&r.status) {
+		r.event(corev1.EventTypeWarning, v1alpha1.EventSnapshotMissing,
+			"no usable %s annotation (%v): the stable pod template is kept as it is", v1alpha1.AnnotationStableSnapshot, err)
+	}
+	return nil
 }
 
 // snapshot decodes the Canary's v1alpha1.AnnotationStableSnapshot; nil when there is none.

@@ -3,11 +3,16 @@ package canary
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
 // scale brings the Deployments towards target canary pods without letting available capacity
-// drop below spec.replicas:
-//   - the canary Deployment is created, or its template updated, and scaled up to target;
+// drop below spec.replicas, nor the pods of both Deployments rise above spec.replicas +
+// maxSurge (podsOf: a pod counts from its Deployment's spec until it is gone):
+//   - the canary Deployment is created, or its template updated, and scaled up towards target
+//     as far as the surge budget allows: a step larger than the budget is reached in sub-steps,
+//     as stable pods go;
 //   - the stable Deployment is set to replicas − (available canary pods, at most target): it
 //     shrinks only as canary pods become available and grows back if they stop being available;
 //   - the canary Deployment is scaled down to target only once the stable Deployment has
@@ -25,19 +30,24 @@ func (r *reconciler) scale(target int32, hold bool) {
 	trusted := observed == nil || statusObserved(observed)
 	if observed == nil {
 		if !hold {
-			r.createCanary(target)
+			r.createCanary(min(target, r.surgeRoom()))
 		}
 	} else if !hold && r.updateCanaryTemplate() {
 		trusted = false
 	}
 	canaryReplicas := replicasOf(r.canaryDep)
-	if r.canaryDep != nil && !r.canaryNew && !hold && canaryReplicas < target {
-		r.scaleCanary(target)
+	if r.canaryDep != nil && !r.canaryNew && !hold && trusted && !rolling(r.canaryDep) && canaryReplicas < target {
+		if n := min(target, canaryReplicas+r.surgeRoom()); n > canaryReplicas {
+			r.scaleCanary(n)
+		}
 	}
 
 	stableTarget := max(0, replicas-min(r.canaryAvailable(), target))
 	if (hold || !trusted) && stableTarget < replicasOf(r.stable) {
 		stableTarget = replicasOf(r.stable)
+	}
+	if stableTarget > replicasOf(r.stable) { // growing back: within the budget too
+		stableTarget = min(stableTarget, replicasOf(r.stable)+r.surgeRoom())
 	}
 	if stableTarget != replicasOf(r.stable) {
 		r.scaleStable(stableTarget)
@@ -46,6 +56,27 @@ func (r *reconciler) scale(target int32, hold bool) {
 	if r.canaryDep != nil && !hold && canaryReplicas > target && r.stableReady(replicas-target) {
 		r.scaleCanary(target)
 	}
+}
+
+// surgeLimit is the most pods the stable and canary Deployments may run together.
+func (r *reconciler) surgeLimit() int32 {
+	surge, err := v1alpha1.CanaryMaxSurge(&r.canary.Spec)
+	if err != nil {
+		surge = 1 // the schema refuses such a maxSurge; never stall a rollback on it
+	}
+	return r.canary.Spec.Replicas + surge
+}
+
+// surgeRoom is how many pods may be added now: the surge limit less the pods both Deployments
+// may still run, as decided so far in this sync.
+func (r *reconciler) surgeRoom() int32 {
+	return max(0, r.surgeLimit()-podsOf(r.stable)-podsOf(r.canaryDep))
+}
+
+// rolling reports whether a Deployment is replacing pods of an older template, or has pods
+// beyond its spec: it may still add pods of its own, so it is not scaled up meanwhile.
+func rolling(d *appsv1.Deployment) bool {
+	return !statusObserved(d) || d.Status.UpdatedReplicas < d.Status.Replicas || d.Status.Replicas > replicasOf(d)
 }
 
 // podsOf is how many pods a Deployment may still run: its spec, or more while pods it scaled

@@ -56,6 +56,13 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 		// A refused write: Progressing keeps what the release is doing (and retrying).
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, st.Message)
 		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), r.reason, r.message)
+	case st.Abort != nil:
+		// Rolled back by itself: Degraded says why until a retry; Progressing, the rollback.
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, st.Abort.Reason, st.Abort.Message)
+		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), r.reason, r.message)
+	case r.stalled:
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonProgressDeadlineExceeded, r.message)
+		cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded, r.message)
 	default:
 		cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "the stable and canary Deployments are as expected")
 		cond(v1alpha1.ConditionProgressing, progressingStatus(r.phase), reason, st.Message)

@@ -3,6 +3,7 @@ package canary
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,19 +18,25 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 )
 
+// errNotListed says a Deployment a Canary names is watched but not listed yet.
+var errNotListed = errors.New("a Deployment the Canary names is not listed yet")
+
 // syncHandler reconciles one Canary (DESIGN §7): it observes the Canary and its Deployments
 // from the listers, computes the plan, makes its writes, then writes the status computed from
 // the plan and the writes' outcome, only if it changed.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) error {
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.deployments.Release(key)
 		c.forgetStatus(key.String())
-		c.forgetNames(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if !c.deployments.Reference(key, shared.Spec.StableRef.Name, shared.Spec.Canary.Name) {
+		return errNotListed // its watch just started: the Deployment's events will come
 	}
 	if shared.DeletionTimestamp != nil {
 		return c.finalize(ctx, shared)
@@ -48,6 +55,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		return err
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+	obs.measured = c.measure(ctx, cn, obs.canaryDep, now.Time)
 	r := computePlan(obs, now)
 	fail, writeErr := c.execute(ctx, r, &bases)
 	if writeErr != nil && fail == nil {
@@ -65,6 +73,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	}
 	for _, e := range r.events {
 		c.Recorder.Event(cn, e.eventType, e.reason, e.message)
+	}
+	if r.requeueAfter > 0 {
+		c.Queue.AddAfter(key, r.requeueAfter)
 	}
 	return writeErr
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -39,6 +41,9 @@ type env struct {
 	*e2eenv.Env
 	watch *capacityWatcher
 	agent *agentproc.Agent
+	// limit is replicas + the Canary's maxSurge: the most pods of both Deployments the surge
+	// watcher allows at any moment (terminating pods count until gone).
+	limit atomic.Int32
 }
 
 // setup makes the namespace and the stable Deployment, waits until its 10 pods are available,
@@ -54,8 +59,37 @@ func setup(t *testing.T) *env {
 		return stable != nil && stable.Status.AvailableReplicas == replicas && stable.Status.ObservedGeneration >= stable.Generation
 	})
 	e.watch = e.watchCapacity()
+	e.limit.Store(replicas + 3) // the default maxSurge, 25% of 10 rounded up
+	surge := e.WatchPods("surge", "app=checkout", e.checkSurge)
+	t.Cleanup(func() { surge.Verify(t) })
 	e.startAgent()
 	return e
+}
+
+// checkSurge fails the test the moment the pods of both Deployments (terminating ones
+// included: they still hold a node's resources) exceed replicas + maxSurge.
+func (e *env) checkSurge(pods map[types.UID]*corev1.Pod) []string {
+	n := int32(0)
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	if limit := e.limit.Load(); n > limit {
+		e.Cancel() // fail now: every wait of the test ends at once
+		return []string{fmt.Sprintf("%d pods of the stable and canary Deployments > replicas + maxSurge = %d", n, limit)}
+	}
+	return nil
+}
+
+// expectSurge sets the surge watcher's limit from a Canary's spec.
+func (e *env) expectSurge(spec *v1alpha1.CanarySpec) {
+	e.T.Helper()
+	surge, err := v1alpha1.CanaryMaxSurge(spec)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.limit.Store(spec.Replicas + surge)
 }
 
 // startAgent starts an agent running only the canary controller in the test's namespace and
@@ -84,7 +118,7 @@ func podTemplate(labels map[string]string, image string) corev1.PodTemplateSpec 
 	}
 }
 
-// createCanary releases nginx 1.27 as checkout-canary: 10 replicas in 4 batches.
+// createCanary releases nginx 1.27 as checkout-canary: 10 replicas in 4 batches, maxSurge 100%.
 func (e *env) createCanary(pause v1alpha1.PauseType, minReadySeconds int32) {
 	e.T.Helper()
 	c := &v1alpha1.Canary{
@@ -99,8 +133,13 @@ func (e *env) createCanary(pause v1alpha1.PauseType, minReadySeconds int32) {
 			Batches:         ptr.To[int32](4),
 			PauseType:       pause,
 			MinReadySeconds: minReadySeconds,
+			// Room for a whole batch at once (the surge watcher holds pods to 20), so that these
+			// tests of batches, promotion and rollback see each batch in one scale; the surge
+			// bound's sub-steps are TestSurgeBoundsABigStep's and the progressive tests'.
+			MaxSurge: ptr.To(intstr.FromString("100%")),
 		},
 	}
+	e.expectSurge(&c.Spec)
 	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}

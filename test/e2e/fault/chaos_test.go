@@ -45,7 +45,7 @@ type violations struct{ tapp, canary, fenced, incomplete int }
 
 func (v violations) sum() int { return v.tapp + v.canary + v.fenced + v.incomplete }
 func (v violations) String() string {
-	return fmt.Sprintf("TApp budget/duplicates %d, Canary capacity %d, writes by a fenced leader %d, rollouts not completed %d",
+	return fmt.Sprintf("TApp budget/duplicates %d, Canary capacity or surge %d, writes by a fenced leader %d, rollouts not completed %d",
 		v.tapp, v.canary, v.fenced, v.incomplete)
 }
 
@@ -60,6 +60,7 @@ func chaosRound(t *testing.T) (v violations) {
 	e2eenv.WaitFor(e.T, e.Ctx, "the stable Deployment available", e.deploymentAvailable("web", canaryN))
 	tw := invariant.TApp(e.Ctx, e.Kube, e.NS, "chaos", tappN, maxUnavailable)
 	cw := invariant.Capacity(e.Ctx, e.Kube, e.NS, "web", "web-canary", canaryN)
+	sw := invariant.Surge(e.Ctx, e.Kube, e.NS, "app=web", canaryN+canaryN/4) // the default maxSurge, 25%
 
 	e.patch(workload.TApp, "chaos", `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/app:v2"}]}}}}`)
 	e.apply(canaryManifest("web", "web", "web-canary", canaryN, 10))
@@ -92,11 +93,12 @@ func chaosRound(t *testing.T) (v violations) {
 	}
 	tw.Stop()
 	cw.Stop()
-	v.tapp, v.canary = tw.Count(), cw.Count()
-	for _, s := range append(tw.Violations(), cw.Violations()...) {
+	sw.Stop()
+	v.tapp, v.canary = tw.Count(), cw.Count()+sw.Count()
+	for _, s := range append(append(tw.Violations(), cw.Violations()...), sw.Violations()...) {
 		t.Log(s)
 	}
-	t.Logf("TApp worst: %s; Canary worst: %s", tw.Worst(), cw.Worst())
+	t.Logf("TApp worst: %s; Canary worst: %s; most Canary pods: %s", tw.Worst(), cw.Worst(), sw.Worst())
 	return v
 }
 

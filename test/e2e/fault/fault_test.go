@@ -147,12 +147,14 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 		e.apply(stableManifest("web", n))
 		e2eenv.WaitFor(e.T, e.Ctx, "the stable Deployment available", e.deploymentAvailable("web", n))
 		w := invariant.Capacity(e.Ctx, e.Kube, e.NS, "web", "web-canary", n)
+		sw := invariant.Surge(e.Ctx, e.Kube, e.NS, "app=web", n+3) // the default maxSurge: 25% of 10, rounded up
 		e.startAgent("--leader-elect=false", "--controllers=canary")
 		e.apply(canaryManifest("web", "web", "web-canary", n, 5))
 		e.waitUpdated("track=canary", "registry.invalid/app:v2", 2)
 		e.restartControlPlane()
 		e.waitRollout(workload.Canary, "web", workload.StateComplete)
 		checkWatcher(t, "Canary capacity", w)
+		checkWatcher(t, "Canary surge", sw)
 		e.checkPods("app=web", n, "registry.invalid/app:v2")
 	})
 }

@@ -73,6 +73,7 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("TAppForceDeletePod", e.tappForceDeleteScenario)
 	t.Run("UnitedDeployment", e.unitedDeploymentScenario)
 	t.Run("Canary", e.canaryScenario)
+	t.Run("CanaryAnalysis", e.canaryAnalysisScenario)
 	if err := agent.Stop(); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}
@@ -685,7 +686,59 @@ spec:
   pauseType: First
 `
 
-// canaryScenario: a release paused at batch 1, promoted to completion, its template changed,
+const canaryAnalysis = `
+apiVersion: apps.workload.dev/v1alpha1
+kind: Canary
+metadata: {name: checkout}
+spec:
+  replicas: 4
+  stableRef: {name: checkout}
+  canary:
+    name: checkout-canary
+    template:
+      metadata: {labels: {app: checkout, track: canary}}
+      spec:
+        containers: [{name: checkout, image: "nginx:1.27"}]
+  steps:
+  - {replicas: 1, analysis: [smoke, health]}
+  analysis:
+  - name: smoke
+    provider:
+      job:
+        template:
+          spec:
+            backoffLimit: 0
+            template:
+              spec:
+                restartPolicy: Never
+                containers: [{name: smoke, image: "example.com/smoke:job-succeed"}]
+  - name: health
+    provider: {podHealth: {}}
+`
+
+// canaryAnalysisScenario: a step whose checks run a Job (created, then read until it
+// finishes) and read the canary's pods from the agent's pod cache; the release completes.
+func (e *env) canaryAnalysisScenario(t *testing.T) {
+	ns := e.namespace(t, "rbac-canary-analysis")
+	if _, err := e.kube.AppsV1().Deployments(ns).Create(e.ctx, decode[appsv1.Deployment](t, canaryStable), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRollout(t, workload.Deployment, ns, "checkout", workload.StateComplete)
+	if _, err := e.apps.AppsV1alpha1().Canaries(ns).Create(e.ctx, decode[v1alpha1.Canary](t, canaryAnalysis), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StateComplete)
+	e.waitEvent(t, ns, "checkout", v1alpha1.EventAnalysisPassed)
+	jobs, err := e.kube.BatchV1().Jobs(ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 {
+		t.Errorf("%d Jobs, want the smoke check's one", len(jobs.Items))
+	}
+}
+
+// canaryScenario: a release paused at batch 1, its template changed, promoted to completion,
 // rolled back (restoring the stable template changed meanwhile), and deleted (the finalizer
 // releases the canary Deployment first).
 func (e *env) canaryScenario(t *testing.T) {
@@ -700,14 +753,8 @@ func (e *env) canaryScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StatePaused)
-	c, err := canaries.Get(e.ctx, "checkout", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.patch(t, workload.Canary, ns, "checkout", types.MergePatchType, fmt.Sprintf(`{"spec":{"approvedBatch":%d}}`, workload.WaitingBatch(c)))
-	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StateComplete)
 
-	// After completion a template change goes straight to the canary Deployment (update).
+	// A template change mid-release rewrites the canary Deployment's template (update).
 	e.patch(t, workload.Canary, ns, "checkout", types.JSONPatchType,
 		`[{"op":"replace","path":"/spec/canary/template/spec/containers/0/image","value":"nginx:1.28"}]`)
 	waitFor(t, e.ctx, "the canary Deployment to run nginx:1.28", func(ctx context.Context) (bool, string) {
@@ -718,6 +765,12 @@ func (e *env) canaryScenario(t *testing.T) {
 		img := d.Spec.Template.Spec.Containers[0].Image
 		return img == "nginx:1.28", img
 	})
+	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StatePaused)
+	c, err := canaries.Get(e.ctx, "checkout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.patch(t, workload.Canary, ns, "checkout", types.MergePatchType, fmt.Sprintf(`{"spec":{"approvedBatch":%d}}`, workload.WaitingBatch(c)))
 	e.waitRollout(t, workload.Canary, ns, "checkout", workload.StateComplete)
 
 	// Someone changed the stable template during the release: rollback restores it (JSON patch)

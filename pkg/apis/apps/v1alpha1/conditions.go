@@ -73,19 +73,22 @@ const (
 
 // Canary condition reasons.
 const (
-	ReasonStableNotFound      = "StableNotFound"
-	ReasonCanaryNameConflict  = "CanaryNameConflict"
-	ReasonInvalidSpec         = "InvalidSpec"
-	ReasonAsExpected          = "AsExpected"
-	ReasonBatchUpgrading      = "BatchUpgrading"
-	ReasonWaitingForPromotion = "WaitingForPromotion"
-	ReasonPausedBySpec        = "PausedBySpec"
-	ReasonCompleted           = "Completed"
-	ReasonRollingBack         = "RollingBack"
-	ReasonRolledBack          = "RolledBack"
-	ReasonDegraded            = "Degraded"
-	ReasonReplicasAvailable   = "MinimumReplicasAvailable"
-	ReasonReplicasUnavailable = "MinimumReplicasUnavailable"
+	ReasonStableNotFound     = "StableNotFound"
+	ReasonCanaryNameConflict = "CanaryNameConflict"
+	ReasonInvalidSpec        = "InvalidSpec"
+	// ReasonTemplateChangedAfterCompletion: spec.canary.template changed once the release had
+	// completed; the agent does not roll it out without steps (docs/canary.md).
+	ReasonTemplateChangedAfterCompletion = "TemplateChangedAfterCompletion"
+	ReasonAsExpected                     = "AsExpected"
+	ReasonBatchUpgrading                 = "BatchUpgrading"
+	ReasonWaitingForPromotion            = "WaitingForPromotion"
+	ReasonPausedBySpec                   = "PausedBySpec"
+	ReasonCompleted                      = "Completed"
+	ReasonRollingBack                    = "RollingBack"
+	ReasonRolledBack                     = "RolledBack"
+	ReasonDegraded                       = "Degraded"
+	ReasonReplicasAvailable              = "MinimumReplicasAvailable"
+	ReasonReplicasUnavailable            = "MinimumReplicasUnavailable"
 	// ReasonBaking: a step's pods are available and its timed pause or analysis is under way.
 	ReasonBaking = "Baking"
 	// ReasonProgressDeadlineExceeded: a step did not become available within

@@ -1,0 +1,113 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// measured is one check's status after this sync's measurement, and when it measures next.
+type measured struct {
+	status v1alpha1.AnalysisCheckStatus
+	next   time.Time
+}
+
+// SetPodLister gives the controller the agent's pods (those with the managed-by label, which
+// the canary Deployment's pod template carries) for podHealth checks. Without it a podHealth
+// check reports an error at each measurement, which ends inconclusive: never a pass.
+func (c *Controller) SetPodLister(pods corelisters.PodLister) {
+	c.analysisEnv.Pods = pods
+}
+
+// measure takes the measurements that are due for the checks of the step the Canary's status
+// says is baking (or paused with checks still measuring). It is the only part of a sync that
+// talks to a provider (Prometheus, the Job API, the pod cache); the plan then judges what it
+// measured (bake.go). A provider that cannot be built or reached counts as an error
+// measurement: retried, then inconclusive, never a pass.
+func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, canaryDep *appsv1.Deployment, now time.Time) map[string]measured {
+	st := &cn.Status
+	k := st.CurrentBatch
+	if k < 1 || int(k) > len(st.Batches) || st.Abort != nil || cn.Spec.Rollback {
+		return nil
+	}
+	if s := st.Batches[k-1].State; s != v1alpha1.BatchBaking && s != v1alpha1.BatchPaused {
+		return nil
+	}
+	out := map[string]measured{}
+	for _, cs := range st.Analysis {
+		check := findCheck(cn.Spec.Analysis, cs.Name)
+		if check == nil || (cs.Phase != v1alpha1.AnalysisRunning && cs.Phase != "") {
+			continue
+		}
+		started := cn.CreationTimestamp
+		if cs.StartedAt != nil {
+			started = *cs.StartedAt
+		}
+		p, err := c.analysisEnv.Provider(check, analysis.Target{
+			Namespace:  cn.Namespace,
+			Owner:      *metav1.NewControllerRef(cn, controllerKind),
+			Run:        fmt.Sprintf("%s-%s-%d-%d", cn.Name, check.Name, k, started.Unix()),
+			CanaryPods: canaryPods(canaryDep),
+		})
+		if err != nil {
+			p = failing{err}
+		} else if check.Provider.PodHealth != nil {
+			p = expectPods{Provider: p, want: replicasOf(canaryDep)}
+		}
+		status, v := c.runner.Step(ctx, check, &cs, p, now)
+		out[cs.Name] = measured{status: status, next: v.NextMeasurement}
+	}
+	return out
+}
+
+// canaryPods selects the canary Deployment's pods among the agent's; nil without a Deployment.
+func canaryPods(d *appsv1.Deployment) labels.Selector {
+	if d == nil || d.Spec.Selector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	return sel
+}
+
+func findCheck(checks []v1alpha1.AnalysisCheck, name string) *v1alpha1.AnalysisCheck {
+	for i := range checks {
+		if checks[i].Name == name {
+			return &checks[i]
+		}
+	}
+	return nil
+}
+
+// failing is a provider that could not be built: each measurement is its error.
+type failing struct{ err error }
+
+func (f failing) Measure(context.Context, int32) (any, error) { return nil, f.err }
+
+// expectPods refuses a podHealth measurement that sees no pod while the canary Deployment
+// wants some: its pods are not among those the agent watches (a canary Deployment created by
+// an agent whose pod template did not carry the managed-by label yet), and no pod is not
+// healthy pods.
+type expectPods struct {
+	analysis.Provider
+	want int32
+}
+
+func (e expectPods) Measure(ctx context.Context, ordinal int32) (any, error) {
+	v, err := e.Provider.Measure(ctx, ordinal)
+	if counts, ok := v.(map[string]int64); ok && err == nil && counts["pods"] == 0 && e.want > 0 {
+		return nil, fmt.Errorf("none of the %d canary pods is visible to the agent: their template lacks label %s=%s (change spec.canary.template once to roll them with it)",
+			e.want, v1alpha1.LabelManagedBy, v1alpha1.ManagedByAgent)
+	}
+	return v, err
+}

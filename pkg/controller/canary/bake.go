@@ -1,0 +1,317 @@
+package canary
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// A step bakes once its pods are available: its timed pause runs and its checks measure
+// (state Baking). The step then waits for a person when a check was inconclusive or when its
+// pause has no duration (state Paused), and completes once nothing holds it. A promotion
+// (spec.approvedBatch ≥ the step's number) ends a pause, timed or not, and accepts an
+// inconclusive check, but never passes a check that is still measuring: only its verdict
+// does. A failed check aborts the release (status.abort), whatever the state.
+
+// startBake begins the bake of step k, whose pods just became available: the timed pause's
+// end, and a fresh status for each of the step's checks.
+func (r *reconciler) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
+	s := r.steps[k-1]
+	b.State = v1alpha1.BatchBaking
+	b.PauseEndTime = nil
+	if s.pauseFor > 0 {
+		end := metav1.NewTime(r.now.Add(s.pauseFor))
+		b.PauseEndTime = &end
+	}
+	r.status.Analysis = nil
+	for _, name := range s.analysis {
+		st := v1alpha1.AnalysisCheckStatus{Name: name, Phase: v1alpha1.AnalysisRunning}
+		if check := r.check(name); check != nil {
+			st = analysis.Start(check, r.now.Time)
+		}
+		r.status.Analysis = append(r.status.Analysis, st)
+	}
+	var what []string
+	if s.pauseFor > 0 {
+		what = append(what, "a pause of "+s.pauseFor.String())
+	}
+	if len(s.analysis) > 0 {
+		what = append(what, "checks "+strings.Join(s.analysis, ", "))
+	}
+	if len(what) > 0 {
+		r.event(corev1.EventTypeNormal, v1alpha1.ReasonBaking, "step %d/%d: %d canary pods available; baking: %s",
+			k, len(r.steps), s.canaryReplicas, strings.Join(what, " and "))
+	}
+}
+
+// rebake sends a baking step back to Upgrading when spec.canary.template changed under it: its
+// pause and checks judged pods of the old template, so they start again once the new
+// template's pods are available. A step paused for a person stays paused (its pods roll).
+func (r *reconciler) rebake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
+	if b.State != v1alpha1.BatchBaking || r.canaryDep == nil || r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() {
+		return false
+	}
+	b.State, b.PauseEndTime, b.FinishTime = v1alpha1.BatchUpgrading, nil, nil
+	b.StartTime = r.now.DeepCopy()
+	r.status.Analysis = nil
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
+		"step %d/%d starts again: spec.canary.template changed while it baked", k, len(r.steps))
+	return true
+}
+
+// bake moves step k through its bake as far as the checks and the clock allow, and reports
+// whether the step completed.
+func (r *reconciler) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
+	s := r.steps[k-1]
+	promoted := r.canary.Spec.ApprovedBatch >= k
+	timed := s.pauseFor > 0 && !promoted && b.PauseEndTime != nil && r.now.Before(b.PauseEndTime)
+	if timed {
+		r.requeueAt(b.PauseEndTime.Time)
+	}
+	pauseOver := promoted || (!timed && !s.pause)
+
+	measuring, inconclusive := r.judgeChecks(k, pauseOver, promoted)
+	if r.aborted() {
+		return false
+	}
+	wasPaused := b.State == v1alpha1.BatchPaused
+	switch {
+	case measuring || timed:
+		b.State = v1alpha1.BatchBaking
+		return false
+	case len(inconclusive) > 0:
+		b.State = v1alpha1.BatchPaused
+		r.inconclusive = strings.Join(inconclusive, "; ")
+		if !wasPaused {
+			r.event(corev1.EventTypeWarning, v1alpha1.EventInconclusive,
+				"step %d/%d waits for a person: %s (promote to accept, abort to roll back)", k, len(r.steps), r.inconclusive)
+		}
+		return false
+	case s.pause && !promoted:
+		b.State = v1alpha1.BatchPaused
+		if !wasPaused {
+			r.event(corev1.EventTypeNormal, v1alpha1.EventBatchPaused,
+				"batch %d/%d complete with %d canary pods: waiting for promotion (spec.approvedBatch >= %d)", k, len(r.steps), s.canaryReplicas, k)
+		}
+		return false
+	}
+	r.endBake(k, b, wasPaused, promoted)
+	return true
+}
+
+// endBake completes step k and says why it could.
+func (r *reconciler) endBake(k int32, b *v1alpha1.CanaryBatchStatus, wasPaused, promoted bool) {
+	s, n := r.steps[k-1], len(r.steps)
+	b.State = v1alpha1.BatchCompleted
+	switch {
+	case promoted && (wasPaused || s.pauseFor > 0):
+		r.event(corev1.EventTypeNormal, v1alpha1.EventPromoted, "batch %d/%d promoted (spec.approvedBatch=%d)", k, n, r.canary.Spec.ApprovedBatch)
+	case s.pauseFor > 0:
+		r.event(corev1.EventTypeNormal, v1alpha1.EventPauseEnded, "step %d/%d: the pause of %s ended", k, n, s.pauseFor)
+	default:
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, s.canaryReplicas)
+	}
+}
+
+// judgeChecks brings the verdicts of step k's checks up to date: a check that keeps measuring
+// for as long as the step bakes is concluded once the pause is over; a failed check aborts the
+// release. It reports whether a check is still measuring and which inconclusive checks (not
+// accepted by a promotion) hold the step.
+func (r *reconciler) judgeChecks(k int32, pauseOver, promoted bool) (measuring bool, inconclusive []string) {
+	for _, name := range r.steps[k-1].analysis {
+		st := r.checkStatus(name)
+		check := r.check(name)
+		if st == nil || check == nil {
+			inconclusive = append(inconclusive, fmt.Sprintf("check %s is not in spec.analysis", name))
+			continue
+		}
+		before := r.previousPhase(name)
+		v := analysis.Assess(check, st, r.now.Time)
+		if !v.Decided() && openEnded(check) && pauseOver && st.Count > 0 {
+			v = analysis.Conclude(st)
+		}
+		st.Phase, st.Message = v.Phase, v.Message
+		r.reportCheck(k, name, before, st)
+		switch v.Phase {
+		case v1alpha1.AnalysisRunning:
+			if !openEnded(check) || pauseOver {
+				measuring = true
+			}
+			r.requeueAt(r.nextMeasurement(name, v))
+		case v1alpha1.AnalysisFailed:
+			r.abort(v1alpha1.ReasonAnalysisFailed, name, fmt.Sprintf("check %s failed at step %d/%d: %s", name, k, len(r.steps), v.Message))
+			return false, nil
+		case v1alpha1.AnalysisInconclusive, v1alpha1.AnalysisError:
+			if !promoted {
+				inconclusive = append(inconclusive, fmt.Sprintf("check %s is %s: %s", name, v.Phase, v.Message))
+			}
+		}
+	}
+	return measuring, inconclusive
+}
+
+// reportCheck sends the Event of a check that was just decided.
+func (r *reconciler) reportCheck(k int32, name string, before v1alpha1.AnalysisPhase, st *v1alpha1.AnalysisCheckStatus) {
+	if before == st.Phase || st.Phase != v1alpha1.AnalysisSuccessful {
+		return // failures and inconclusive checks are reported by what they do to the release
+	}
+	r.event(corev1.EventTypeNormal, v1alpha1.EventAnalysisPassed, "step %d/%d: check %s passed: %s", k, len(r.steps), name, st.Message)
+}
+
+// previousPhase is the phase of the check named name in the status the sync read.
+func (r *reconciler) previousPhase(name string) v1alpha1.AnalysisPhase {
+	for _, st := range r.canary.Status.Analysis {
+		if st.Name == name {
+			return st.Phase
+		}
+	}
+	return ""
+}
+
+// openEnded reports whether a check measures for as long as its step bakes (an interval and no
+// count) rather than a fixed number of times.
+func openEnded(check *v1alpha1.AnalysisCheck) bool {
+	return check.Count == nil && check.Interval != nil
+}
+
+// nextMeasurement is when a running check measures next: as this sync's measurement said, or
+// as its status says.
+func (r *reconciler) nextMeasurement(name string, v analysis.Verdict) time.Time {
+	if m, ok := r.obs.measured[name]; ok && !m.next.IsZero() {
+		return m.next
+	}
+	return v.NextMeasurement
+}
+
+// check is the check of spec.analysis named name, nil when there is none.
+func (r *reconciler) check(name string) *v1alpha1.AnalysisCheck {
+	return findCheck(r.canary.Spec.Analysis, name)
+}
+
+// checkStatus is the status of the current step's check named name, nil when there is none.
+func (r *reconciler) checkStatus(name string) *v1alpha1.AnalysisCheckStatus {
+	for i := range r.status.Analysis {
+		if r.status.Analysis[i].Name == name {
+			return &r.status.Analysis[i]
+		}
+	}
+	return nil
+}
+
+// applyMeasurements puts this sync's measurements (taken before the plan, for the step the
+// status said was baking) into the status the plan works on.
+func (r *reconciler) applyMeasurements() {
+	for name, m := range r.obs.measured {
+		if st := r.checkStatus(name); st != nil {
+			*st = m.status
+		}
+	}
+}
+
+// requeueAt asks for another sync at t.
+func (r *reconciler) requeueAt(t time.Time) {
+	d := max(t.Sub(r.now.Time), time.Second) // the status has second precision: never spin
+	if r.requeueAfter == 0 || d < r.requeueAfter {
+		r.requeueAfter = d
+	}
+}
+
+// aborted reports whether the release was aborted by itself and not retried since.
+func (r *reconciler) aborted() bool {
+	a := r.status.Abort
+	return a != nil && a.Retries >= r.canary.Spec.Retries
+}
+
+// abort records that the release rolls back by itself, and why.
+func (r *reconciler) abort(reason, check, message string) {
+	r.status.Abort = &v1alpha1.CanaryAbort{
+		Reason: reason, Message: clip(message), Step: r.status.CurrentBatch, Check: check,
+		Retries: r.canary.Spec.Retries, Time: r.now,
+	}
+	r.event(corev1.EventTypeWarning, reason, "%s: rolling back", message)
+}
+
+// retry starts an aborted release again from step 1 once spec.retries rose above the retries
+// the abort recorded (kubectl workload retry).
+func (r *reconciler) retry() {
+	st := &r.status
+	if st.Abort == nil || st.Abort.Retries >= r.canary.Spec.Retries {
+		return
+	}
+	r.event(corev1.EventTypeNormal, v1alpha1.EventRetried,
+		"spec.retries is %d: the release aborted at step %d (%s) starts again from step 1", r.canary.Spec.Retries, st.Abort.Step, st.Abort.Reason)
+	st.Abort, st.CurrentBatch, st.Batches, st.Analysis = nil, 0, nil, nil
+	st.Phase = v1alpha1.CanaryProgressing // not rolling back any more: no second restart
+	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionProgressing)
+}
+
+// checkDeadline decides whether step k, still making its pods available, has taken longer than
+// spec.progressDeadlineSeconds. The clock starts when the step starts or when the release last
+// became Progressing (after spec.paused, a refused write), whichever is later; pauses and
+// analysis are not counted, since they happen in other states.
+func (r *reconciler) checkDeadline(k int32) {
+	b := r.status.Batches[k-1]
+	if b.State != v1alpha1.BatchUpgrading || b.StartTime == nil {
+		return
+	}
+	prev := meta.FindStatusCondition(r.canary.Status.Conditions, v1alpha1.ConditionProgressing)
+	exceeded := prev != nil && prev.Reason == v1alpha1.ReasonProgressDeadlineExceeded && prev.LastTransitionTime.After(b.StartTime.Time)
+	if !exceeded {
+		if prev == nil || prev.Status != metav1.ConditionTrue {
+			return
+		}
+		since := b.StartTime.Time
+		if prev.LastTransitionTime.After(since) {
+			since = prev.LastTransitionTime.Time
+		}
+		deadline := since.Add(v1alpha1.CanaryProgressDeadline(&r.canary.Spec))
+		if r.now.Before(&metav1.Time{Time: deadline}) {
+			r.requeueAt(deadline)
+			return
+		}
+	}
+	r.stalled = true
+	msg := fmt.Sprintf("step %d/%d did not become available within progressDeadlineSeconds (%s): %d of %d canary pods available, stable at %d",
+		k, len(r.steps), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.canaryAvailable(), r.steps[k-1].canaryReplicas, replicasOf(r.stable))
+	if r.canary.Spec.ProgressDeadlineAbort {
+		r.abort(v1alpha1.ReasonProgressDeadlineExceeded, "", msg)
+		return
+	}
+	if !exceeded {
+		r.event(corev1.EventTypeWarning, v1alpha1.EventDeadline, "%s", msg)
+	}
+	r.deadlineMessage = msg
+}
+
+// clip keeps a message within the 2048 characters status.abort.message allows.
+func clip(s string) string {
+	if len(s) <= 2048 {
+		return s
+	}
+	return s[:2045] + "..."
+}
+
+// bakeProgress describes what step k's bake is waiting for: the rest of its pause and its
+// checks' counts.
+func (r *reconciler) bakeProgress(b v1alpha1.CanaryBatchStatus) string {
+	var parts []string
+	if b.PauseEndTime != nil && r.now.Before(b.PauseEndTime) && r.canary.Spec.ApprovedBatch < b.Index {
+		// The end, not the time left: a message that changed every sync would be a status
+		// write every sync.
+		parts = append(parts, "pause until "+b.PauseEndTime.UTC().Format(time.RFC3339))
+	}
+	for _, st := range r.status.Analysis {
+		parts = append(parts, fmt.Sprintf("check %s %s (%d measured, %d failed)", st.Name, st.Phase, st.Count, st.Failed))
+	}
+	if len(parts) == 0 {
+		return "nothing left"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,260 @@
+package canary
+
+import (
+	"context"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Deployments is where the controller reads Deployments from: the ones it created (canary
+// Deployments, labelled managed-by) and the ones Canaries name (stableRef.name, and
+// canary.name, which someone else may have taken). Reference and Release say which names each
+// Canary needs, so that a source can watch just those.
+type Deployments interface {
+	// Lister serves every Deployment the source holds.
+	Lister() appslisters.DeploymentLister
+	// Reference records the Deployment names a Canary needs; it reports whether they are all
+	// in the source (false: a watch just started and has not listed yet).
+	Reference(canary cache.ObjectName, names ...string) bool
+	// Release forgets a Canary's names.
+	Release(canary cache.ObjectName)
+}
+
+// listerDeployments serves a lister that holds every Deployment a Canary may name (an
+// unfiltered informer, or a test's store).
+type listerDeployments struct{ lister appslisters.DeploymentLister }
+
+// ListerDeployments is a Deployments source over a lister that holds every Deployment.
+func ListerDeployments(l appslisters.DeploymentLister) Deployments { return listerDeployments{l} }
+
+func (d listerDeployments) Lister() appslisters.DeploymentLister     { return d.lister }
+func (listerDeployments) Reference(cache.ObjectName, ...string) bool { return true }
+func (listerDeployments) Release(cache.ObjectName)                   {}
+
+// WatchedDeployments is the agent's Deployments source: its own canary Deployments from an
+// informer filtered by the managed-by label, and each Deployment a Canary names through a watch
+// of that one name (fieldSelector metadata.name=<name>), started when the first Canary names it
+// and stopped when the last one stops naming it. So the agent caches no Deployment that no
+// Canary names, however many the cluster holds (DESIGN §3, docs/architecture.md).
+type WatchedDeployments struct {
+	managed   appslisters.DeploymentLister
+	kube      kubernetes.Interface
+	transform cache.TransformFunc
+	handler   cache.ResourceEventHandler
+
+	mu      sync.Mutex
+	ctx     context.Context // the controller's run; nil until it runs
+	watches map[cache.ObjectName]*namedWatch
+	refs    map[cache.ObjectName][]cache.ObjectName // by Canary
+}
+
+// namedWatch is the informer of one Deployment name and the Canaries that name it.
+type namedWatch struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	users    int
+}
+
+// NewWatchedDeployments returns the source over the managed-by Deployment informer's lister;
+// the controller gives it its event handler (SetHandler) and its run context (Run).
+func NewWatchedDeployments(kube kubernetes.Interface, managed appslisters.DeploymentLister) *WatchedDeployments {
+	return &WatchedDeployments{managed: managed, kube: kube, transform: stripManagedFields,
+		watches: map[cache.ObjectName]*namedWatch{}, refs: map[cache.ObjectName][]cache.ObjectName{}}
+}
+
+// SetHandler sets the handler of every named watch's events.
+func (w *WatchedDeployments) SetHandler(h cache.ResourceEventHandler) { w.handler = h }
+
+// Run lets named watches start (those referenced already start now) and stops them all when
+// ctx ends.
+func (w *WatchedDeployments) Run(ctx context.Context) {
+	w.mu.Lock()
+	w.ctx = ctx
+	for key, nw := range w.watches {
+		if nw.informer == nil {
+			w.start(key, nw)
+		}
+	}
+	w.mu.Unlock()
+	<-ctx.Done()
+}
+
+// Lister serves the managed-by Deployments and the named ones.
+func (w *WatchedDeployments) Lister() appslisters.DeploymentLister { return watchedLister{w} }
+
+// Reference implements Deployments.
+func (w *WatchedDeployments) Reference(canary cache.ObjectName, names ...string) bool {
+	want := make([]cache.ObjectName, 0, len(names))
+	for _, n := range names {
+		if n != "" {
+			want = append(want, cache.ObjectName{Namespace: canary.Namespace, Name: n})
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old := w.refs[canary]
+	for _, key := range want {
+		if nw := w.watches[key]; nw == nil {
+			nw = &namedWatch{}
+			w.watches[key] = nw
+			w.start(key, nw)
+		}
+		w.watches[key].users++
+	}
+	w.drop(old)
+	w.refs[canary] = want
+	for _, key := range want {
+		if nw := w.watches[key]; nw.informer == nil || !nw.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Release implements Deployments.
+func (w *WatchedDeployments) Release(canary cache.ObjectName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drop(w.refs[canary])
+	delete(w.refs, canary)
+}
+
+// drop takes one user off each watch, stopping those left without any. Callers hold mu.
+func (w *WatchedDeployments) drop(keys []cache.ObjectName) {
+	for _, key := range keys {
+		nw := w.watches[key]
+		if nw == nil {
+			continue
+		}
+		if nw.users--; nw.users <= 0 {
+			if nw.cancel != nil {
+				nw.cancel()
+			}
+			delete(w.watches, key)
+		}
+	}
+}
+
+// start runs the informer of one name, once the controller runs. Callers hold mu.
+func (w *WatchedDeployments) start(key cache.ObjectName, nw *namedWatch) {
+	if w.ctx == nil {
+		return
+	}
+	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, key.Name).String()
+	deployments := w.kube.AppsV1().Deployments(key.Namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return deployments.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return deployments.Watch(ctx, o)
+		},
+	}
+	// As the generated informers do: a client that cannot stream lists (a fake) is listed.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.kube), &appsv1.Deployment{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if w.transform != nil {
+		_ = inf.SetTransform(w.transform)
+	}
+	if w.handler != nil {
+		_, _ = inf.AddEventHandler(w.handler)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	nw.informer, nw.cancel = inf, cancel
+	go inf.RunWithContext(ctx)
+}
+
+// named returns the Deployment of a named watch, nil when there is none.
+func (w *WatchedDeployments) named(namespace, name string) (*appsv1.Deployment, bool) {
+	w.mu.Lock()
+	nw := w.watches[cache.ObjectName{Namespace: namespace, Name: name}]
+	w.mu.Unlock()
+	if nw == nil || nw.informer == nil {
+		return nil, false
+	}
+	obj, ok, err := nw.informer.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*appsv1.Deployment), true
+}
+
+// watchedLister is the lister of WatchedDeployments.
+type watchedLister struct{ w *WatchedDeployments }
+
+func (l watchedLister) List(sel labels.Selector) ([]*appsv1.Deployment, error) {
+	return l.w.managed.List(sel)
+}
+
+func (l watchedLister) Deployments(namespace string) appslisters.DeploymentNamespaceLister {
+	return watchedNamespaceLister{l.w, namespace}
+}
+
+type watchedNamespaceLister struct {
+	w         *WatchedDeployments
+	namespace string
+}
+
+// List lists the managed-by Deployments and the named ones of the namespace.
+func (l watchedNamespaceLister) List(sel labels.Selector) ([]*appsv1.Deployment, error) {
+	out, err := l.w.managed.Deployments(l.namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	l.w.mu.Lock()
+	var keys []cache.ObjectName
+	for key := range l.w.watches {
+		if key.Namespace == l.namespace {
+			keys = append(keys, key)
+		}
+	}
+	l.w.mu.Unlock()
+	for _, key := range keys {
+		if d, ok := l.w.named(key.Namespace, key.Name); ok && sel.Matches(labels.Set(d.Labels)) && !contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Get returns a managed-by Deployment, or else a named one.
+func (l watchedNamespaceLister) Get(name string) (*appsv1.Deployment, error) {
+	d, err := l.w.managed.Deployments(l.namespace).Get(name)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return d, err
+	}
+	if d, ok := l.w.named(l.namespace, name); ok {
+		return d, nil
+	}
+	return nil, err
+}
+
+func contains(ds []*appsv1.Deployment, d *appsv1.Deployment) bool {
+	for _, x := range ds {
+		if x.UID == d.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// stripManagedFields is the named watches' transform, as the agent's factories have: the
+// controller never reads metadata.managedFields.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
