@@ -52,8 +52,13 @@ func RetryCanary(ref Ref, obj *unstructured.Unstructured) (Change, error) {
 		return Change{}, fmt.Errorf("%s: spec.retries: %w", ref, err)
 	}
 	aborted := c.Status.Abort != nil && int64(c.Status.Abort.Retries) >= retries
-	rolledBack := c.Spec.Rollback || c.Status.Phase == v1alpha1.CanaryRollingBack || c.Status.Phase == v1alpha1.CanaryRolledBack
-	if !aborted && !rolledBack {
+	rollingBack := c.Status.Phase == v1alpha1.CanaryRollingBack || c.Status.Phase == v1alpha1.CanaryRolledBack
+	// Retried already, and the agent has not started the release again yet: a second retry
+	// would only count one more.
+	if (c.Status.Abort != nil && !aborted) || (c.Status.Abort == nil && !c.Spec.Rollback && rollingBack && c.Status.ObservedGeneration < c.Generation) {
+		return Unchanged(ref, "%s was already retried: waiting for the agent to start the release again", ref), nil
+	}
+	if !aborted && !c.Spec.Rollback && !rollingBack {
 		phase := string(c.Status.Phase)
 		if phase == "" {
 			phase = "not yet observed by the agent"

@@ -40,6 +40,21 @@ type Watcher struct {
 	check      func(store cache.Store) (violations []string, worst string)
 	worstScore int
 	score      func(store cache.Store) int
+	// onViolation, when set, is called with each violation as it is seen.
+	onViolation func(string)
+}
+
+// OnViolation has f called with every violation the watcher sees from now on, at the moment it
+// sees it (and at once with those it saw already), so that a test can fail then and there
+// rather than when it stops the watcher. f runs on the watcher's goroutine, holding its lock:
+// it must not call the watcher's methods.
+func (w *Watcher) OnViolation(f func(violation string)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onViolation = f
+	for _, v := range w.violations {
+		f(v)
+	}
 }
 
 // Stop stops the watcher; later calls do nothing.
@@ -80,10 +95,12 @@ func (w *Watcher) Worst() string {
 	return w.worst
 }
 
-func start[T runtime.Object](ctx context.Context, lw *cache.ListWatch, obj T, w *Watcher) *Watcher {
+// start runs w's informer over lw, a list and watch through kube (which says whether it serves
+// watch-list streams: a fake clientset does not).
+func start[T runtime.Object](ctx context.Context, kube kubernetes.Interface, lw *cache.ListWatch, obj T, w *Watcher) *Watcher {
 	ctx, w.cancel = context.WithCancel(ctx)
 	w.done = make(chan struct{})
-	inf := cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, kube), obj, 0, cache.Indexers{})
 	onChange := func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -93,6 +110,9 @@ func start[T runtime.Object](ctx context.Context, lw *cache.ListWatch, obj T, w 
 			w.worstScore, w.worst = s, desc
 		}
 		for _, v := range vs {
+			if w.onViolation != nil {
+				w.onViolation(v)
+			}
 			if len(w.violations) < maxKept {
 				w.violations = append(w.violations, time.Now().Format("15:04:05.000 ")+v)
 			} else {
@@ -158,7 +178,7 @@ func TApp(ctx context.Context, kube kubernetes.Interface, ns, name string, repli
 			return vs, fmt.Sprintf("%d instances unavailable", n)
 		},
 	}
-	return start(ctx, lw, &corev1.Pod{}, w)
+	return start(ctx, kube, lw, &corev1.Pod{}, w)
 }
 
 // Capacity watches the Deployments stable and canary of a Canary: at no time may their available
@@ -197,7 +217,7 @@ func Capacity(ctx context.Context, kube kubernetes.Interface, ns, stable, canary
 			return nil, fmt.Sprintf("%d available:%s", n, desc)
 		},
 	}
-	return start(ctx, lw, &appsv1.Deployment{}, w)
+	return start(ctx, kube, lw, &appsv1.Deployment{}, w)
 }
 
 // Surge watches the pods of a Canary's two Deployments (selector matches both): at no time may
@@ -224,7 +244,7 @@ func Surge(ctx context.Context, kube kubernetes.Interface, ns, selector string, 
 			return nil, fmt.Sprintf("%d pods", n)
 		},
 	}
-	return start(ctx, lw, &corev1.Pod{}, w)
+	return start(ctx, kube, lw, &corev1.Pod{}, w)
 }
 
 // podListWatch lists and watches the pods of ns that selector selects.

@@ -22,6 +22,10 @@ func objects(phase v1alpha1.CanaryPhase, rollback, abort bool) []runtime.Object 
 	c.Spec.Rollback = rollback
 	c.Status.Phase = phase
 	c.Status.CurrentBatch = 2
+	c.Generation, c.Status.ObservedGeneration = 4, 4
+	if !rollback && !abort && phase == v1alpha1.CanaryRolledBack {
+		c.Generation = 5 // spec.rollback was cleared (or retries raised) after the agent last looked
+	}
 	if abort {
 		c.Status.Abort = &v1alpha1.CanaryAbort{Reason: v1alpha1.ReasonAnalysisFailed, Step: 2, Check: "error-rate", Retries: 1}
 	}
@@ -40,6 +44,7 @@ func TestRetry(t *testing.T) {
 		{"retry-rolled-back", v1alpha1.CanaryRolledBack, true, false, []string{"canary/checkout"}},
 		{"retry-dry-run-client", v1alpha1.CanaryRolledBack, false, true, []string{"canary/checkout", "--dry-run=client"}},
 		{"error-not-aborted", v1alpha1.CanaryProgressing, false, false, []string{"canary/checkout"}},
+		{"retry-already-retried", v1alpha1.CanaryRolledBack, false, false, []string{"canary/checkout"}},
 		{"error-tapp", v1alpha1.CanaryRolledBack, false, true, []string{"tapp/web"}},
 		{"error-extra-args", v1alpha1.CanaryRolledBack, false, true, []string{"canary/checkout", "now"}},
 	}
@@ -47,7 +52,7 @@ func TestRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdRetry, objects(tt.phase, tt.rollback, tt.abort), tt.args...)
 			cmdtest.Golden(t, tt.name, res.Transcript())
-			if res.Code != 0 || strings.Contains(tt.name, "dry-run-client") {
+			if res.Code != 0 || strings.Contains(tt.name, "dry-run-client") || strings.Contains(tt.name, "already") {
 				cmdtest.AssertUnchanged(t, res, objects(tt.phase, tt.rollback, tt.abort))
 			}
 		})

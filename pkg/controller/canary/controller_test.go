@@ -336,12 +336,7 @@ func TestRollbackAfterCompletionRestoresStableTemplate(t *testing.T) {
 	f.wantEvent("Normal " + v1alpha1.EventRollingBack)
 	f.status(v1alpha1.CanaryRollingBack, 4, C, C, C, C)
 	f.settled()
-	f.available("checkout", 10)
-	f.step(patchCanary+replicas(0), writeStatus)
-	f.available("checkout-canary", 0)
-	f.step(writeStatus)
-	f.status(v1alpha1.CanaryRolledBack, 4, C, C, C, C)
-	f.settled()
+	f.canaryGoes(4, C, C, C, C)
 }
 
 // Clearing spec.rollback after a rollback starts the release again from batch 1.

@@ -70,15 +70,16 @@ func (r *reconciler) createCanary(replicas int32) {
 // updateCanaryTemplate decides to rewrite the canary Deployment's template and minReadySeconds
 // when the Canary's changed, and reports whether it did. The Deployment then replaces its pods
 // with its own rolling update, whose bounds are set from the release's at that moment: it may
-// add only the pods the surge budget has room for, and remove only pods that are not available
-// (their capacity is not counted). With neither (every canary pod available and no room), the
-// update waits for the stable pods the step lets go.
-func (r *reconciler) updateCanaryTemplate() bool {
+// add only the room pods the surge budget has left (its fixed 25% would add pods the budget
+// does not have), and remove only pods that are not available (their capacity is not counted;
+// canaryCapacity counts no more than it keeps). With neither (every canary pod available and
+// no room), the update waits for the stable pods the step lets go.
+func (r *reconciler) updateCanaryTemplate(room int32) bool {
 	hash := r.templateHash()
 	if r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
 		return false
 	}
-	surge := r.surgeRoom()
+	surge := max(0, room)
 	unavailable := max(0, replicasOf(r.canaryDep)-r.canaryAvailable())
 	if surge == 0 && unavailable == 0 {
 		return false

@@ -69,10 +69,7 @@ func (r *reconciler) rollback() {
 // describeRollback sets the phase and message of a rollback.
 func (r *reconciler) describeRollback(restored bool) {
 	replicas := r.canary.Spec.Replicas
-	canaryLeft := int32(0)
-	if r.canaryDep != nil {
-		canaryLeft = max(replicasOf(r.canaryDep), r.canaryDep.Status.Replicas)
-	}
+	canaryLeft := podsOf(r.canaryDep) // terminating pods are left until gone
 	switch {
 	case !restored || !r.stableReady(replicas):
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
