@@ -101,9 +101,10 @@ var Permissions = []Permission{
 	{core, "pods", "watch", "", informerWatch},
 	{core, "pods", "create", "", "tapp: createInstance"},
 	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},
-	{core, "pods", "patch", "", "tapp: updateInPlace (images and labels)"},
+	{core, "pods", "patch", "", "tapp: applyInPlace (images and labels)"},
 	{core, "pods", "delete", "", "tapp: deletePods (scale down, kill, restart) and forceDeleteStuck"},
-	{core, "pods/status", "patch", "", "tapp: the in-place readiness gate condition (openGate, updateInPlace, markReady)"},
+	{core, "pods/status", "patch", "", "tapp: the in-place readiness gate condition (openGate, closeGate, markReady)"},
+	{core, "pods/resize", "patch", "", "tapp: applyInPlace, container resources changed in place"},
 
 	// PersistentVolumeClaims: TApp volumeClaimTemplates (informer filtered by the managed-by label).
 	{core, "persistentvolumeclaims", "list", "", informerList + " (managed-by label)"},

@@ -38,7 +38,9 @@
 //
 // # In-place updates and the readiness gate
 //
-// Every pod is created with the readiness gate ConditionInPlaceUpdateReady, and the controller
+// Every pod is created with the readiness gate ConditionInPlaceUpdateReady (unless
+// updateStrategy.inPlaceUpdate.readinessGate is false: then no gate and no condition writes,
+// one write per created pod and per in-place update), and the controller
 // sets the condition True through pods/status right after the create call returns: a new pod
 // runs the images of its spec by definition, and opening the gate while the pod is still being
 // scheduled keeps the gate off the pod's path to Ready. (If that patch fails, the gate is opened
@@ -50,6 +52,14 @@
 // goes True again when the containers report the new images and the cache shows the new template
 // hash (a status that still shows the old spec does not count). Images are compared after
 // normalisation (nginx:1 equals docker.io/library/nginx:1).
+//
+// inPlaceUpdate.gracePeriodSeconds puts a wait between the gate going False and the patch: the
+// sync that closes the gate requeues itself (AddAfter) for the time left, measured from the
+// condition's lastTransitionTime. Container resources (cpu, memory of regular containers) are
+// in-place too: the uniq hash leaves them out, and the controller patches them through the
+// pods/resize subresource before the image and label patch; the instance stays updating (and
+// the gate closed) until the pod's container statuses report the new resources and no
+// PodResizePending or PodResizeInProgress condition is True.
 //
 // # Revision history
 //
@@ -80,7 +90,7 @@
 // # Permissions
 //
 // Besides its own resources (tapps get/list/watch/update, tapps/status update), the controller
-// needs pods get/list/watch/create/delete/patch, pods/status patch, persistentvolumeclaims
+// needs pods get/list/watch/create/delete/patch, pods/status patch, pods/resize patch, persistentvolumeclaims
 // get/list/watch/create, controllerrevisions get/list/watch/create/update/delete, nodes get
 // (forceDeletePod only) and events create.
 package tapp

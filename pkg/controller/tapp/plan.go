@@ -37,6 +37,10 @@ type inPlaceUpdate struct {
 	pod *corev1.Pod
 	id  int
 	to  *templateInfo
+	// closeGate: set the readiness gate False first.
+	closeGate bool
+	// apply: resize and patch the pod now; false while the grace period runs.
+	apply bool
 }
 
 // plan is what one sync should do, computed from the informer caches only.
@@ -45,7 +49,7 @@ type plan struct {
 	creates []instanceToCreate
 	// deletes: scale-down, kills and restarts in ActivePods order, then re-creations in id order.
 	deletes []podDeletion
-	// inPlace are the image/label updates to patch into running pods, in id order.
+	// inPlace are the image, resource and label updates of running pods, in id order.
 	inPlace []inPlaceUpdate
 	// markReady are pods whose ConditionInPlaceUpdateReady should be set True.
 	markReady []*corev1.Pod
@@ -167,7 +171,7 @@ func computePlan(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*cor
 
 	reasons := p.planDeletions(t, ids, pods, replicas, now)
 	states := p.planInstances(t, templates, pods, replicas, now, inFlight)
-	updating := p.planUpdates(t, templates, pods, states, replicas)
+	updating := p.planUpdates(t, templates, pods, states, replicas, now)
 	p.planGates(templates, ids, pods, replicas, inFlight, func(id int, pod *corev1.Pod) bool {
 		return updating[id] || reasons[pod] != ""
 	})
@@ -248,7 +252,8 @@ func (p *plan) planInstances(t *appsv1alpha1.TApp, templates *templateSet, pods 
 
 // planUpdates picks the updates the budgets allow, in place or by re-creation, and returns the
 // instances it updates.
-func (p *plan) planUpdates(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, states []updateState, replicas int) map[int]bool {
+func (p *plan) planUpdates(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, states []updateState, replicas int, now time.Time) map[int]bool {
+	grace := time.Duration(t.Spec.UpdateStrategy.InPlaceUpdate.GracePeriodSeconds) * time.Second
 	partition := int(ptr.Deref(t.Spec.UpdateStrategy.Partition, 0))
 	rollLimit := resolveMaxUnavailable(t.Spec.UpdateStrategy.MaxUnavailable, intstr.FromInt32(1), replicas)
 	forceLimit := resolveMaxUnavailable(t.Spec.UpdateStrategy.ForceUpdate.MaxUnavailable, intstr.FromString("100%"), replicas)
@@ -257,8 +262,12 @@ func (p *plan) planUpdates(t *appsv1alpha1.TApp, templates *templateSet, pods ma
 		pod := pods[id]
 		info, _ := templates.forInstance(id)
 		updating[id] = true
-		if pod.Labels[appsv1alpha1.LabelUniqHash] == info.uniqHash {
-			p.inPlace = append(p.inPlace, inPlaceUpdate{pod: pod, id: id, to: info})
+		if inPlaceCompatible(pod, info) {
+			u, wait := planInPlace(pod, id, info, grace, now)
+			p.requeueIn(wait)
+			if u.closeGate || u.apply {
+				p.inPlace = append(p.inPlace, u)
+			}
 		} else {
 			p.deletes = append(p.deletes, podDeletion{pod: pod, id: id, reason: deleteRecreate})
 		}

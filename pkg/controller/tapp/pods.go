@@ -40,10 +40,10 @@ func inPlaceCondition(pod *corev1.Pod) *corev1.PodCondition {
 }
 
 // isInPlaceUpdating reports whether an in-place update of the pod is under way: its readiness
-// gate condition is False.
+// gate condition is False, or the kubelet does not run it with the resources of its spec yet.
 func isInPlaceUpdating(pod *corev1.Pod) bool {
 	c := inPlaceCondition(pod)
-	return c != nil && c.Status == corev1.ConditionFalse
+	return (c != nil && c.Status == corev1.ConditionFalse) || !resourcesApplied(pod)
 }
 
 // inPlaceTarget is the template hash an in-place update set the condition False for, or "".
@@ -151,7 +151,7 @@ func shouldMarkReady(pod *corev1.Pod, desiredHash string) bool {
 	if c != nil && c.Status == corev1.ConditionTrue {
 		return false
 	}
-	if !imagesUpdated(pod) {
+	if !imagesUpdated(pod) || !resourcesApplied(pod) {
 		return false
 	}
 	if target := inPlaceTarget(pod); target != "" {

@@ -425,39 +425,68 @@ func inPlacePatch(pod *corev1.Pod, from, to *templateInfo) []byte {
 
 // updateInPlace moves pods to their new template in place: for a pod with the readiness gate it
 // first sets the gate False (so the pod leaves its Services' endpoints before any container
-// restarts), then patches images and labels. The gate turns True again in a later sync, once
-// every container reports its new image (see shouldMarkReady).
+// restarts or is resized), and, once inPlaceUpdate.gracePeriodSeconds have passed (maybe in a
+// later sync), changes container resources through pods/resize, then images and labels. The gate
+// turns True again in a later sync, once every container reports its new image and resources
+// (see shouldMarkReady).
 func (c *Controller) updateInPlace(ctx context.Context, t *appsv1alpha1.TApp, templates *templateSet, ups []inPlaceUpdate) error {
 	if len(ups) == 0 {
 		return nil
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
-	patches := make([][]byte, len(ups))
-	for i, u := range ups {
-		patches[i] = inPlacePatch(u.pod, templates.byHash(u.pod.Labels[appsv1alpha1.LabelTemplateHash]), u.to)
-	}
 	res := slowstart.Run(len(ups), 1, func(i int) error {
 		u := ups[i]
-		pods := c.kubeClient.CoreV1().Pods(u.pod.Namespace)
-		c.writes.expectTemplate(u.pod, u.to.hash)
-		if hasReadinessGate(u.pod) {
-			msg := inPlaceMessagePrefix + u.to.hash
-			if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType,
-				conditionPatch(u.pod.UID, corev1.ConditionFalse, reasonInPlaceUpdating, msg, now), metav1.PatchOptions{}, "status"); err != nil {
-				c.writes.forget(u.pod)
-				c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error starting in-place update of pod %s: %v", u.pod.Name, err)
-				return fmt.Errorf("setting %s False on pod %s: %w", appsv1alpha1.ConditionInPlaceUpdateReady, u.pod.Name, err)
-			}
+		if u.apply {
+			c.writes.expectTemplate(u.pod, u.to.hash)
+		} else {
+			c.writes.expectStatus(u.pod)
 		}
-		if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patches[i], metav1.PatchOptions{}); err != nil {
+		err := c.closeGate(ctx, u, now)
+		if err == nil && u.apply {
+			err = c.applyInPlace(ctx, templates, u)
+		}
+		if err != nil {
 			c.writes.forget(u.pod)
 			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedUpdate, "Error updating pod %s in place: %v", u.pod.Name, err)
-			return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
+			return err
 		}
-		c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonInPlaceUpdate, "Updating pod %s of instance %d in place to template %s", u.pod.Name, u.id, u.to.hash)
+		if u.apply {
+			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonInPlaceUpdate, "Updating pod %s of instance %d in place to template %s", u.pod.Name, u.id, u.to.hash)
+		}
 		return nil
 	})
 	return res.Err
+}
+
+// closeGate sets the readiness gate of an in-place update False, if the plan says so.
+func (c *Controller) closeGate(ctx context.Context, u inPlaceUpdate, now metav1.Time) error {
+	if !u.closeGate {
+		return nil
+	}
+	msg := inPlaceMessagePrefix + u.to.hash
+	_, err := c.kubeClient.CoreV1().Pods(u.pod.Namespace).Patch(ctx, u.pod.Name, types.StrategicMergePatchType,
+		conditionPatch(u.pod.UID, corev1.ConditionFalse, reasonInPlaceUpdating, msg, now), metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("setting %s False on pod %s: %w", appsv1alpha1.ConditionInPlaceUpdateReady, u.pod.Name, err)
+	}
+	return nil
+}
+
+// applyInPlace resizes the pod's containers when their resources changed, then patches images
+// and labels. The resize goes first: should it be refused, the pod keeps its old template hash
+// and the next sync tries again.
+func (c *Controller) applyInPlace(ctx context.Context, templates *templateSet, u inPlaceUpdate) error {
+	pods := c.kubeClient.CoreV1().Pods(u.pod.Namespace)
+	if patch := resizePatch(u.pod, u.to); patch != nil {
+		if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
+			return fmt.Errorf("resizing pod %s: %w", u.pod.Name, err)
+		}
+	}
+	patch := inPlacePatch(u.pod, templates.byHash(u.pod.Labels[appsv1alpha1.LabelTemplateHash]), u.to)
+	if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
+	}
+	return nil
 }
 
 // markReady sets ConditionInPlaceUpdateReady True on pods whose containers all run the images of

@@ -37,10 +37,26 @@ func TemplateHash(t *corev1.PodTemplateSpec) string {
 }
 
 // UniqHash is the hash of the template's pod spec with every container image (init, regular and
-// ephemeral containers) blanked, and without the template's metadata. Two templates with the same
-// uniq hash differ only in images, labels and annotations, all of which can be changed on a
-// running pod, so a pod moves between them by an in-place update instead of being re-created.
+// ephemeral containers) and the resources of regular containers blanked, and without the
+// template's metadata. Two templates with the same uniq hash differ only in images, container
+// resources, labels and annotations, all of which can be changed on a running pod (resources
+// through pods/resize), so a pod moves between them by an in-place update instead of being
+// re-created.
 func UniqHash(t *corev1.PodTemplateSpec) string {
+	spec := blankImages(t)
+	for i := range spec.Containers {
+		spec.Containers[i].Resources = corev1.ResourceRequirements{}
+	}
+	return hashObject(spec)
+}
+
+// imageOnlyUniqHash is the uniq hash of agents before in-place resize (images blanked, resources
+// kept): pods they labelled still move in place when only images change.
+func imageOnlyUniqHash(t *corev1.PodTemplateSpec) string {
+	return hashObject(blankImages(t))
+}
+
+func blankImages(t *corev1.PodTemplateSpec) *corev1.PodSpec {
 	spec := t.Spec.DeepCopy()
 	for i := range spec.InitContainers {
 		spec.InitContainers[i].Image = ""
@@ -51,7 +67,7 @@ func UniqHash(t *corev1.PodTemplateSpec) string {
 	for i := range spec.EphemeralContainers {
 		spec.EphemeralContainers[i].Image = ""
 	}
-	return hashObject(spec)
+	return spec
 }
 
 // templateInfo is a template with its name and hashes, computed once per sync.
@@ -61,10 +77,12 @@ type templateInfo struct {
 	template *corev1.PodTemplateSpec
 	hash     string
 	uniqHash string
+	// imageOnlyUniqHash: see imageOnlyUniqHash.
+	imageOnlyUniqHash string
 }
 
 func newTemplateInfo(name string, t *corev1.PodTemplateSpec) *templateInfo {
-	return &templateInfo{name: name, template: t, hash: TemplateHash(t), uniqHash: UniqHash(t)}
+	return &templateInfo{name: name, template: t, hash: TemplateHash(t), uniqHash: UniqHash(t), imageOnlyUniqHash: imageOnlyUniqHash(t)}
 }
 
 // TemplateName is the name of the template instance id runs: spec.templates[id], else
@@ -160,7 +178,7 @@ func instanceID(obj metav1.Object) (int, bool) {
 
 // NewPod builds the pod of instance id from template info: the template's labels, annotations,
 // finalizers and spec, plus the TApp's identity labels, an owner reference to the TApp, the
-// in-place readiness gate, hostname/subdomain when serviceName is set and a volume for each
+// in-place readiness gate (unless inPlaceUpdate.readinessGate is false), hostname/subdomain when serviceName is set and a volume for each
 // volume claim template (replacing a template volume of the same name).
 func newPod(t *appsv1alpha1.TApp, id int, info *templateInfo) *corev1.Pod {
 	tpl := info.template.DeepCopy()
@@ -185,7 +203,7 @@ func newPod(t *appsv1alpha1.TApp, id int, info *templateInfo) *corev1.Pod {
 		},
 		Spec: tpl.Spec,
 	}
-	if !hasReadinessGate(pod) {
+	if appsv1alpha1.InPlaceReadinessGate(&t.Spec.UpdateStrategy.InPlaceUpdate) && !hasReadinessGate(pod) {
 		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: appsv1alpha1.ConditionInPlaceUpdateReady})
 	}
 	if t.Spec.ServiceName != "" {

@@ -322,7 +322,7 @@ spec:
   template:
     metadata: {labels: {app: gs}}
     spec:
-      containers: [{name: server, image: "nginx:1.27"}]
+      containers: [{name: server, image: "nginx:1.27", resources: {requests: {cpu: 100m}}}]
   templatePool:
     blue:
       metadata: {labels: {app: gs, color: blue}}
@@ -378,9 +378,14 @@ func (e *env) tappScenario(t *testing.T) {
 
 	// In place: pod patch and the readiness gate on pods/status.
 	e.patch(t, workload.TApp, ns, "gs", types.MergePatchType,
-		`{"spec":{"template":{"spec":{"containers":[{"name":"server","image":"nginx:1.28"}]}}}}`)
+		`{"spec":{"template":{"spec":{"containers":[{"name":"server","image":"nginx:1.28","resources":{"requests":{"cpu":"100m"}}}]}}}}`)
 	e.waitRollout(t, workload.TApp, ns, "gs", workload.StateComplete)
 	e.waitEvent(t, ns, "gs", "InPlaceUpdate")
+
+	// Resize in place: pods/resize.
+	e.patch(t, workload.TApp, ns, "gs", types.MergePatchType,
+		`{"spec":{"template":{"spec":{"containers":[{"name":"server","image":"nginx:1.28","resources":{"requests":{"cpu":"200m"}}}]}}}}`)
+	e.waitRollout(t, workload.TApp, ns, "gs", workload.StateComplete)
 
 	// Kill and start instance 1: deleted, then created again under the same name, which repeats
 	// the Event "Created pod gs-1 for instance 1" (the recorder patches its count).

@@ -199,6 +199,40 @@ type TAppUpdateStrategy struct {
 	// Paused stops every further update; instances already updated stay updated.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// InPlaceUpdate tunes updates that change only images (and labels, annotations) or
+	// container resources, which are done on the running pod instead of re-creating it.
+	// +kubebuilder:default={}
+	// +optional
+	InPlaceUpdate InPlaceUpdateStrategy `json:"inPlaceUpdate,omitempty"`
+}
+
+// InPlaceUpdateStrategy tunes in-place updates.
+// +kubebuilder:validation:XValidation:rule="!has(self.readinessGate) || self.readinessGate || !has(self.gracePeriodSeconds) || self.gracePeriodSeconds == 0",message="inPlaceUpdate.gracePeriodSeconds needs inPlaceUpdate.readinessGate true: without the gate nothing takes the pod out of its Services before the wait",fieldPath=".gracePeriodSeconds"
+type InPlaceUpdateStrategy struct {
+	// GracePeriodSeconds is how long the agent waits between setting a pod's readiness gate
+	// False (which takes it out of its Services' endpoints) and patching its images or
+	// resources, so that connections can drain before a container restarts. Defaults to 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds,omitempty"`
+
+	// ReadinessGate gives new pods the apps.workload.dev/InPlaceUpdateReady readiness gate,
+	// which the agent sets False for the length of an in-place update. With false, pods are
+	// created without it and in-place updates write no condition: one agent write less per
+	// created pod and two less per in-place update, at the cost of endpoint safety: the pod
+	// leaves its Services' endpoints only once the kubelet has begun stopping the old container
+	// and reported it not ready, so requests sent in that window fail, and gracePeriodSeconds
+	// cannot be used. Pods created with the gate
+	// keep it (readiness gates are immutable) and are still updated with it. Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	ReadinessGate *bool `json:"readinessGate,omitempty"`
+}
+
+// InPlaceReadinessGate says whether new pods get the in-place readiness gate (default true).
+func InPlaceReadinessGate(s *InPlaceUpdateStrategy) bool {
+	return s.ReadinessGate == nil || *s.ReadinessGate
 }
 
 // ForceUpdateStrategy limits the update of instances that are not on the rolling template.
