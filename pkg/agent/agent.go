@@ -223,7 +223,7 @@ func New(opts *Options, clients *Clients) (*Agent, error) {
 	case opts.HealthAddr != DisabledAddr && opts.HealthAddr == opts.MetricsAddr && !zeroPort(opts.HealthAddr):
 		addr, err := bind("health and metrics", opts.HealthAddr, func(mux *http.ServeMux) {
 			a.status.healthHandler(mux)
-			metricsHandler(mux)
+			metricsHandler(opts.Profiling)(mux)
 		})
 		if err != nil {
 			return nil, err
@@ -236,7 +236,7 @@ func New(opts *Options, clients *Clients) (*Agent, error) {
 			}
 		}
 		if opts.MetricsAddr != DisabledAddr {
-			if a.metricsAddr, err = bind("metrics", opts.MetricsAddr, metricsHandler); err != nil {
+			if a.metricsAddr, err = bind("metrics", opts.MetricsAddr, metricsHandler(opts.Profiling)); err != nil {
 				a.closeServers()
 				return nil, err
 			}

@@ -575,3 +575,23 @@ func TestLosingTheLeaseStopsWithError(t *testing.T) {
 		t.Error("exit code 0 on a lost Lease")
 	}
 }
+
+// --profiling serves Go's heap profile beside /metrics; without it, no profile is served.
+func TestProfilingEndpoint(t *testing.T) {
+	for _, profiling := range []bool{false, true} {
+		t.Run(fmt.Sprint(profiling), func(t *testing.T) {
+			ta := newTestAgent(t, "test-profiling", func(o *Options) { o.Profiling = profiling })
+			ta.start(t)
+			if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, testTimeout, true, func(context.Context) (bool, error) {
+				return ta.Phase() == PhaseRunning, nil
+			}); err != nil {
+				t.Fatalf("never running: %v", err)
+			}
+			code, body := get(t, "http://"+ta.MetricsAddr()+"/debug/pprof/heap?debug=1")
+			served := code == http.StatusOK && strings.Contains(body, "heap profile")
+			if served != profiling {
+				t.Errorf("profiling %v: /debug/pprof/heap answered %d (heap profile served: %v)", profiling, code, served)
+			}
+		})
+	}
+}

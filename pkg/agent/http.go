@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -103,13 +104,23 @@ func (s *status) healthHandler(mux *http.ServeMux) {
 	mux.HandleFunc("/readyz", s.readyz)
 }
 
-// MetricsHandler serves metrics.Registry.
-func metricsHandler(mux *http.ServeMux) {
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{
-		ErrorLog:          promhttpLogger{},
-		Registry:          metrics.Registry,
-		EnableOpenMetrics: true,
-	}))
+// metricsHandler serves metrics.Registry, and with profiling Go's profiles at /debug/pprof/ (off
+// by default: a heap or CPU profile is for whoever measures the agent, not for every scraper).
+func metricsHandler(profiling bool) func(mux *http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{
+			ErrorLog:          promhttpLogger{},
+			Registry:          metrics.Registry,
+			EnableOpenMetrics: true,
+		}))
+		if profiling {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
+	}
 }
 
 type promhttpLogger struct{}

@@ -72,6 +72,8 @@ type Options struct {
 	// serves all three paths.
 	MetricsAddr string
 	HealthAddr  string
+	// Profiling serves Go's profiles at /debug/pprof/ beside /metrics.
+	Profiling bool
 
 	// EnabledControllers is the --controllers list: names of registered controllers, "*" for all
 	// of them, "-name" to disable one (useful after "*").
@@ -133,6 +135,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often candidates try to acquire or renew the Lease.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr,
 		"Address ([host]:port) to serve Prometheus metrics on at /metrics. \"0\" disables it.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
+		"Serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr,
 		"Address ([host]:port) to serve /healthz and /readyz on. \"0\" disables it.")
 	fs.StringSliceVar(&o.EnabledControllers, "controllers", o.EnabledControllers,

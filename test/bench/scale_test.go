@@ -3,6 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,7 +241,7 @@ func BenchmarkManySmall(b *testing.B) {
 	e.deleteNamespace(b, smallDeplNS)
 
 	e.ensureNamespace(b, smallTAppNS)
-	a := e.startAgent(b, "small")
+	a := e.startAgent(b, "small", "--profiling")
 	b.Run("TApps", func(b *testing.B) {
 		e.measure(b, e.smallPhase(b, "TApps", smallTAppNS, "workload-agent", a, e.tappsComplete(smallTAppNS),
 			func(ctx context.Context, name string) error {
@@ -245,6 +249,7 @@ func BenchmarkManySmall(b *testing.B) {
 				return err
 			}))
 	})
+	e.saveHeapProfile(b, a, "small")
 	stopAgent(b, a, "small")
 	b.Run("Restart", func(b *testing.B) { e.restartOverSettled(b) })
 	compareManySmall()
@@ -367,4 +372,27 @@ func (e *env) tappsComplete(ns string) func(ctx context.Context) (int, int, erro
 		}
 		return done, len(l.Items), nil
 	}
+}
+
+// saveHeapProfile saves the agent's heap profile (it runs with --profiling) in the output
+// directory, for `go tool pprof -sample_index=inuse_space -top FILE`: where its memory goes.
+func (e *env) saveHeapProfile(b *testing.B, a *agentproc.Agent, name string) {
+	b.Helper()
+	resp, err := http.Get(a.MetricsURL + "/debug/pprof/heap")
+	if err != nil {
+		b.Logf("heap profile of agent %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Logf("heap profile of agent %s: %d %v", name, resp.StatusCode, err)
+		return
+	}
+	path := filepath.Join(e.outDir, "agent-"+name+"-heap.pb.gz")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Logf("heap profile of agent %s: %v", name, err)
+		return
+	}
+	say("agent %s heap profile: %s", name, path)
 }
