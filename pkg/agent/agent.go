@@ -487,39 +487,9 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 	if a.clients.Gateway != nil && servesHTTPRoutes(a.clients.Kube) {
 		factories.EnableGateway(a.clients.Gateway, a.opts.Namespace, a.opts.ResyncPeriod)
 	}
-	cctx := &ctrl.Context{
-		KubeClient:       a.clients.Kube,
-		Client:           a.clients.Client,
-		GatewayClient:    a.clients.Gateway,
-		GatewayInformers: factories.Gateway,
-		KubeInformers:    factories.Kube,
-		ManagedInformers: factories.Managed,
-		ManagedSelector:  ManagedSelector,
-		Informers:        factories.Workloads,
-		EventRecorder:    recorder,
-		Namespace:        a.opts.Namespace,
-		Workers:          a.opts.Workers,
-		ResyncPeriod:     a.opts.ResyncPeriod,
-	}
-	type named struct {
-		name string
-		c    ctrl.Controller
-	}
-	var controllers []named
-	registry := a.opts.registry()
-	for _, name := range a.enabled {
-		c, err := registry[name](cctx)
-		if err != nil {
-			return fmt.Errorf("controller %s: %w", name, err)
-		}
-		if c == nil {
-			logger.Info("Controller chose not to run", "controller", name)
-			continue
-		}
-		controllers = append(controllers, named{name, c})
-	}
-	if len(controllers) == 0 {
-		logger.Info("No controllers to run")
+	controllers, err := a.initControllers(ctx, factories, recorder)
+	if err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -549,7 +519,6 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 			c.c.Run(klog.NewContext(ctx, logger.WithValues("controller", c.name)), a.opts.Workers)
 		})
 	}
-	var err error
 	select {
 	case <-ctx.Done():
 	case name := <-stopped:
@@ -563,4 +532,48 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 	wg.Wait()
 	logger.Info("Controllers stopped")
 	return err
+}
+
+// namedController is an enabled controller and its name.
+type namedController struct {
+	name string
+	c    ctrl.Controller
+}
+
+// initControllers builds the enabled controllers on the factories (their InitFuncs ask for the
+// informers they need).
+func (a *Agent) initControllers(ctx context.Context, factories *Factories, recorder func(string) record.EventRecorder) ([]namedController, error) {
+	logger := klog.FromContext(ctx)
+	cctx := &ctrl.Context{
+		KubeClient:       a.clients.Kube,
+		Client:           a.clients.Client,
+		GatewayClient:    a.clients.Gateway,
+		GatewayInformers: factories.Gateway,
+		KubeInformers:    factories.Kube,
+		ManagedInformers: factories.Managed,
+		ManagedSelector:  ManagedSelector,
+		Informers:        factories.Workloads,
+		EventRecorder:    recorder,
+		Namespace:        a.opts.Namespace,
+		Workers:          a.opts.Workers,
+		ResyncPeriod:     a.opts.ResyncPeriod,
+	}
+	var controllers []namedController
+	registry := a.opts.registry()
+	for _, name := range a.enabled {
+		c, err := registry[name](cctx)
+		if err != nil {
+			return nil, fmt.Errorf("controller %s: %w", name, err)
+		}
+		if c == nil {
+			logger.Info("Controller chose not to run", "controller", name)
+			continue
+		}
+		controllers = append(controllers, namedController{name, c})
+	}
+	if len(controllers) == 0 {
+		logger.Info("No controllers to run")
+	}
+
+	return controllers, nil
 }
