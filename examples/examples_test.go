@@ -149,6 +149,8 @@ func decodeStrict(t *testing.T, file string, doc []byte) string {
 		into = &v1alpha1.Canary{}
 	case "Deployment":
 		into = &appsv1.Deployment{}
+	case "StatefulSet":
+		into = &appsv1.StatefulSet{}
 	case "Service":
 		into = &corev1.Service{}
 	case "HTTPRoute":

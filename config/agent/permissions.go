@@ -121,11 +121,13 @@ var Permissions = []Permission{
 	{core, "events", "patch", "", "a repeated Event: client-go's recorder patches its count"},
 
 	// StatefulSets: UnitedDeployment subsets.
-	{apps, "statefulsets", "list", "", informerList},
+	{apps, "statefulsets", "list", "", informerList + " (managed-by label: subset StatefulSets); canary: the watch of each StatefulSet a Canary targets (fieldSelector metadata.name)"},
 	{apps, "statefulsets", "watch", "", informerWatch},
 	{apps, "statefulsets", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset StatefulSet"},
 	{apps, "statefulsets", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset StatefulSet"},
 	{apps, "statefulsets", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset StatefulSet"},
+	{apps, "statefulsets", "patch", "", "canary: the partition of a targeted StatefulSet, and its template written back from a ControllerRevision on abort (target.go)"},
+	{apps, "statefulsets", "get", "", "canary: releaseHold reads a targeted StatefulSet from the API server as its Canary is deleted"},
 
 	// Deployments: UnitedDeployment subsets, and the Canary controller's canary and stable
 	// Deployments.
@@ -154,7 +156,7 @@ var Permissions = []Permission{
 	// controller's informer filtered by the managed-by label).
 	{apps, "controllerrevisions", "list", "", informerList},
 	{apps, "controllerrevisions", "watch", "", informerWatch},
-	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache"},
+	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache; canary: restoreRevision reads a targeted StatefulSet's stable revision"},
 	{apps, "controllerrevisions", "create", "", "revision.History.Create"},
 	{apps, "controllerrevisions", "update", "", "revision.History.Renumber: the template came back to an older revision"},
 	{apps, "controllerrevisions", "delete", "", "revision.History.Delete: beyond revisionHistoryLimit"},

@@ -55,8 +55,12 @@ func (canaryKind) Promote(ref Ref, obj *unstructured.Unstructured, o PromoteOpti
 	return PromoteCanary(ref, obj, o.Full)
 }
 
-// PodTemplatePath is spec.canary.template.
-func (canaryKind) PodTemplatePath(Ref, *unstructured.Unstructured, string) ([]string, string, error) {
+// PodTemplatePath is spec.canary.template; a Canary with a target has none (its template is
+// the target's).
+func (canaryKind) PodTemplatePath(ref Ref, obj *unstructured.Unstructured, _ string) ([]string, string, error) {
+	if c, err := AsCanary(obj); err == nil && c.Spec.TargetRef != nil {
+		return nil, "", refuseTargetTemplate(ref, c)
+	}
 	return []string{"spec", "canary", "template"}, "", nil
 }
 
@@ -94,6 +98,9 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		return staleStatus(agentName, c.Generation, st.ObservedGeneration, progress), nil
 	}
 	counts := fmt.Sprintf("canary %d/%d available, stable %d/%d available", st.CanaryAvailable, st.CanaryReplicas, st.StableAvailable, st.StableReplicas)
+	if c.Spec.TargetRef != nil {
+		counts = targetCounts(&c) // canary_target.go
+	}
 	if total > 0 && st.CurrentBatch > 0 {
 		counts = fmt.Sprintf("%s %d of %d, %s", stepWord(&c), st.CurrentBatch, total, counts)
 	}
@@ -154,6 +161,14 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		root.Children = append(root.Children, batches)
 	}
 	root.Children = append(root.Children, canaryTrafficNodes(&c)...) // canary_traffic.go
+	if c.Spec.TargetRef != nil {
+		n, err := t.targetNode(&c) // canary_target.go
+		if err != nil {
+			return nil, err
+		}
+		root.Children = append(root.Children, n)
+		return root, nil
+	}
 	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {
 		deploy, err := t.kube.AppsV1().Deployments(t.ns).Get(t.ctx, d.name, metav1.GetOptions{})
 		switch {
@@ -199,6 +214,9 @@ func AbortCanary(ref Ref, obj *unstructured.Unstructured) (Change, error) {
 	if err != nil {
 		return Change{}, err
 	}
-	return Change{Ref: ref, Patch: &p,
-		Line: ref.String() + " aborted: rolling back to the stable Deployment " + c.Spec.StableRef.Name}, nil
+	line := ref.String() + " aborted: rolling back to the stable Deployment " + c.Spec.StableRef.Name
+	if t := c.Spec.TargetRef; t != nil {
+		line = fmt.Sprintf("%s aborted: writing the stable revision's template back to %s/%s", ref, kindShort(t.Kind), t.Name)
+	}
+	return Change{Ref: ref, Patch: &p, Line: line}, nil
 }

@@ -50,6 +50,9 @@ func objects() []runtime.Object {
 	checkout.Spec.Canary.Name = "checkout-canary"
 	checkout.Spec.Canary.Template = template("app", "shop:1")
 
+	ledger := &v1alpha1.Canary{ObjectMeta: meta("ledger")}
+	ledger.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "StatefulSet", Name: "db"}
+
 	front := &appsv1.Deployment{ObjectMeta: meta("front")}
 	front.Spec.Template = template("nginx", "nginx:1.24", "sidecar", "envoy:1")
 	db := &appsv1.StatefulSet{ObjectMeta: meta("db")}
@@ -57,7 +60,7 @@ func objects() []runtime.Object {
 	db.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init-db", Image: "postgres:15"}}
 	held := &appsv1.Deployment{ObjectMeta: meta("checkout-stable")}
 	held.Spec.Template = template("app", "shop:1")
-	return []runtime.Object{web, plain, pooled, orders, games, checkout, front, db, held}
+	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held}
 }
 
 func TestSetImage(t *testing.T) {
@@ -87,6 +90,8 @@ func TestSetImage(t *testing.T) {
 		{"dry-run-client", []string{"tapp/plain", "app=nginx:1.26", "--dry-run=client"}, true},
 		{"dry-run-server", []string{"deploy/front", "sidecar=envoy:2", "--dry-run=server"}, false},
 		{"error-deployment-held-by-canary", []string{"deploy/checkout-stable", "app=shop:2"}, false},
+		{"error-canary-with-target", []string{"canary/ledger", "postgres=postgres:16"}, false},
+		{"statefulset-released-by-canary", []string{"sts/db", "postgres=postgres:16"}, false},
 		{"error-unknown-container", []string{"tapp/web", "app=nginx:1.26", "db=postgres:16"}, false},
 		{"error-unknown-container-in-pool", []string{"tapp/web", "log=fluent:2", "--template", "canary"}, false},
 		{"error-unknown-container-deployment", []string{"deploy/front", "web=nginx:1.26"}, false},

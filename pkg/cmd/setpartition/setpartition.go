@@ -76,6 +76,9 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 
 // Run reads the object, checks the partitions against its replicas and sends a merge patch.
 func (o *Options) Run(ctx context.Context) error {
+	if err := workload.RefuseHeldPartition(ctx, o.Client, o.Namespace, o.Ref); err != nil {
+		return err
+	}
 	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
 		return workload.SetPartition(o.Ref, obj, o.Args)
 	})

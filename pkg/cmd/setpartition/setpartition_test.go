@@ -50,7 +50,11 @@ func objects() []runtime.Object {
 	fresh := ud("fresh", false)
 	fresh.Status = v1alpha1.UnitedDeploymentStatus{}
 	canary := &v1alpha1.Canary{ObjectMeta: meta("checkout")}
-	return []runtime.Object{tapp, sts, onDelete, orders, ud("front", true), fresh, canary}
+	held := sts.DeepCopy()
+	held.Name = "ledger"
+	ledger := &v1alpha1.Canary{ObjectMeta: meta("ledger")}
+	ledger.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "StatefulSet", Name: "ledger"}
+	return []runtime.Object{tapp, sts, onDelete, orders, ud("front", true), fresh, canary, held, ledger}
 }
 
 func TestSetPartition(t *testing.T) {
@@ -92,6 +96,7 @@ func TestSetPartition(t *testing.T) {
 		{"error-canary", []string{"canary/checkout", "1"}, false},
 		{"error-deployment", []string{"deploy/front", "1"}, false},
 		{"error-missing", []string{"sts/nope", "1"}, false},
+		{"error-statefulset-released-by-canary", []string{"sts/ledger", "0"}, false},
 		{"error-no-args", nil, false},
 	}
 	for _, tt := range tests {

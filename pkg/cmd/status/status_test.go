@@ -251,6 +251,13 @@ func TestStatusOnce(t *testing.T) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "False", Reason: "ProgressDeadlineExceeded"}}
 		}), []string{"deploy/front"}},
 		{"sts-held-by-partition", sts(nil), []string{"sts/db"}},
+		{"canary-target-releasing", canary(func(c *v1alpha1.Canary) {
+			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "StatefulSet", Name: "db"}
+			c.Spec.Replicas = 3
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "batch 2/3: 1 of 2 canary pods available, stable at 1"
+			c.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "db-6b5d", UpdateRevision: "db-84f1", Partition: 1, UpdatedReplicas: 2, AvailableReplicas: 2}
+		}), []string{"canary/checkout"}},
 		{"error-missing", tapp(nil), []string{"tapp/nope"}},
 		{"error-unknown-type", tapp(nil), []string{"pod/web"}},
 		{"error-no-args", tapp(nil), nil},

@@ -279,7 +279,7 @@ func (r *reconciler) checkDeadline(k int32) {
 	}
 	r.stalled = true
 	msg := fmt.Sprintf("step %d/%d did not become available within progressDeadlineSeconds (%s): %d of %d canary pods available, stable at %d",
-		k, len(r.steps), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.canaryAvailable(), r.steps[k-1].canaryReplicas, replicasOf(r.stable))
+		k, len(r.steps), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.canaryAvailable(), r.steps[k-1].canaryReplicas, r.stableReplicas())
 	if r.canary.Spec.ProgressDeadlineAbort {
 		r.abort(v1alpha1.ReasonProgressDeadlineExceeded, "", msg)
 		return

@@ -53,6 +53,7 @@ type Controller struct {
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
 	deployments      Deployments
+	statefulSets     StatefulSets    // the StatefulSets Canaries target (target.go)
 	traffic          *trafficClients // nil without the Gateway API (routes.go)
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock
@@ -106,6 +107,11 @@ func NewController(
 			return nil, fmt.Errorf("indexing Canaries by Deployment: %w", err)
 		}
 	}
+	if _, exists := c.canaryIndexer.GetIndexers()[targetIndex]; !exists {
+		if err := canaryInformer.Informer().AddIndexers(cache.Indexers{targetIndex: indexByTarget}); err != nil {
+			return nil, fmt.Errorf("indexing Canaries by target: %w", err)
+		}
+	}
 	if err := c.Watch(canaryInformer.Informer(), c.ObjectHandler()); err != nil {
 		return nil, err
 	}
@@ -125,6 +131,13 @@ func (c *Controller) WatchNamed(kube kubernetes.Interface) {
 	w := NewWatchedDeployments(kube, c.deploymentLister)
 	w.SetHandler(c.deploymentHandler())
 	c.deployments, c.deploymentLister = w, w.Lister()
+	s := newWatchedStatefulSets(kube)
+	s.SetHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.handleStatefulSet,
+		UpdateFunc: func(_, obj interface{}) { c.handleStatefulSet(obj) },
+		DeleteFunc: c.handleStatefulSet,
+	})
+	c.statefulSets = s
 }
 
 // deploymentHandler enqueues the Canaries of a Deployment on its events.
@@ -170,6 +183,9 @@ func indexByDeployment(obj interface{}) ([]string, error) {
 func (c *Controller) Run(ctx context.Context, workers int) {
 	if w, ok := c.deployments.(*WatchedDeployments); ok {
 		go w.Run(ctx)
+	}
+	if s, ok := c.statefulSets.(*watchedStatefulSets); ok {
+		go s.Run(ctx)
 	}
 	c.Base.Run(ctx, workers, c.syncHandler)
 }

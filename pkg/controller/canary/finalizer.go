@@ -85,6 +85,9 @@ func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary) error {
 	} else if err := c.orphanDeployments(ctx, cn); err != nil {
 		return err
 	}
+	if err := c.releaseHold(ctx, cn); err != nil { // target.go
+		return err
+	}
 
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": fmt.Sprintf("/metadata/finalizers/%d", i), "value": v1alpha1.FinalizerOrphanCanary},

@@ -48,8 +48,48 @@ func (listerDeployments) Release(cache.ObjectName)                   {}
 // and stopped when the last one stops naming it. So the agent caches no Deployment that no
 // Canary names, however many the cluster holds (DESIGN §3, docs/architecture.md).
 type WatchedDeployments struct {
-	managed   appslisters.DeploymentLister
+	managed appslisters.DeploymentLister
+	*namedWatches
+}
+
+// NewWatchedDeployments returns the source over the managed-by Deployment informer's lister;
+// the controller gives it its event handler (SetHandler) and its run context (Run).
+func NewWatchedDeployments(kube kubernetes.Interface, managed appslisters.DeploymentLister) *WatchedDeployments {
+	return &WatchedDeployments{managed: managed, namedWatches: newNamedWatches(kube, &appsv1.Deployment{},
+		func(namespace string) listWatchFuncs {
+			d := kube.AppsV1().Deployments(namespace)
+			return listWatchFuncs{
+				list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return d.List(ctx, o) },
+				watch: d.Watch,
+			}
+		})}
+}
+
+// Lister serves the managed-by Deployments and the named ones.
+func (w *WatchedDeployments) Lister() appslisters.DeploymentLister { return watchedLister{w} }
+
+// named returns the Deployment of a named watch, nil when there is none.
+func (w *WatchedDeployments) named(namespace, name string) (*appsv1.Deployment, bool) {
+	obj, ok := w.get(namespace, name)
+	if !ok {
+		return nil, false
+	}
+	return obj.(*appsv1.Deployment), true
+}
+
+// listWatchFuncs list and watch one kind in one namespace.
+type listWatchFuncs struct {
+	list  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+// namedWatches runs one informer per object name that some Canary references, shared by the
+// Canaries that name it and stopped when the last one stops naming it: the way the agent reads
+// objects it does not own without caching every object of their kind.
+type namedWatches struct {
 	kube      kubernetes.Interface
+	example   runtime.Object
+	client    func(namespace string) listWatchFuncs
 	transform cache.TransformFunc
 	handler   cache.ResourceEventHandler
 
@@ -59,26 +99,24 @@ type WatchedDeployments struct {
 	refs    map[cache.ObjectName][]cache.ObjectName // by Canary
 }
 
-// namedWatch is the informer of one Deployment name and the Canaries that name it.
+// namedWatch is the informer of one name and the Canaries that name it.
 type namedWatch struct {
 	informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
 	users    int
 }
 
-// NewWatchedDeployments returns the source over the managed-by Deployment informer's lister;
-// the controller gives it its event handler (SetHandler) and its run context (Run).
-func NewWatchedDeployments(kube kubernetes.Interface, managed appslisters.DeploymentLister) *WatchedDeployments {
-	return &WatchedDeployments{managed: managed, kube: kube, transform: stripManagedFields,
+func newNamedWatches(kube kubernetes.Interface, example runtime.Object, client func(string) listWatchFuncs) *namedWatches {
+	return &namedWatches{kube: kube, example: example, client: client, transform: stripManagedFields,
 		watches: map[cache.ObjectName]*namedWatch{}, refs: map[cache.ObjectName][]cache.ObjectName{}}
 }
 
 // SetHandler sets the handler of every named watch's events.
-func (w *WatchedDeployments) SetHandler(h cache.ResourceEventHandler) { w.handler = h }
+func (w *namedWatches) SetHandler(h cache.ResourceEventHandler) { w.handler = h }
 
 // Run lets named watches start (those referenced already start now) and stops them all when
 // ctx ends.
-func (w *WatchedDeployments) Run(ctx context.Context) {
+func (w *namedWatches) Run(ctx context.Context) {
 	w.mu.Lock()
 	w.ctx = ctx
 	for key, nw := range w.watches {
@@ -90,11 +128,9 @@ func (w *WatchedDeployments) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// Lister serves the managed-by Deployments and the named ones.
-func (w *WatchedDeployments) Lister() appslisters.DeploymentLister { return watchedLister{w} }
-
-// Reference implements Deployments.
-func (w *WatchedDeployments) Reference(canary cache.ObjectName, names ...string) bool {
+// Reference records the names a Canary needs (starting their watches) in place of those it
+// named before; it reports whether they are all listed.
+func (w *namedWatches) Reference(canary cache.ObjectName, names ...string) bool {
 	want := make([]cache.ObjectName, 0, len(names))
 	for _, n := range names {
 		if n != "" {
@@ -122,8 +158,8 @@ func (w *WatchedDeployments) Reference(canary cache.ObjectName, names ...string)
 	return true
 }
 
-// Release implements Deployments.
-func (w *WatchedDeployments) Release(canary cache.ObjectName) {
+// Release forgets a Canary's names.
+func (w *namedWatches) Release(canary cache.ObjectName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.drop(w.refs[canary])
@@ -131,7 +167,7 @@ func (w *WatchedDeployments) Release(canary cache.ObjectName) {
 }
 
 // drop takes one user off each watch, stopping those left without any. Callers hold mu.
-func (w *WatchedDeployments) drop(keys []cache.ObjectName) {
+func (w *namedWatches) drop(keys []cache.ObjectName) {
 	for _, key := range keys {
 		nw := w.watches[key]
 		if nw == nil {
@@ -147,24 +183,24 @@ func (w *WatchedDeployments) drop(keys []cache.ObjectName) {
 }
 
 // start runs the informer of one name, once the controller runs. Callers hold mu.
-func (w *WatchedDeployments) start(key cache.ObjectName, nw *namedWatch) {
+func (w *namedWatches) start(key cache.ObjectName, nw *namedWatch) {
 	if w.ctx == nil {
 		return
 	}
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, key.Name).String()
-	deployments := w.kube.AppsV1().Deployments(key.Namespace)
+	c := w.client(key.Namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
-			return deployments.List(ctx, o)
+			return c.list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
-			return deployments.Watch(ctx, o)
+			return c.watch(ctx, o)
 		},
 	}
 	// As the generated informers do: a client that cannot stream lists (a fake) is listed.
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.kube), &appsv1.Deployment{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.kube), w.example.DeepCopyObject(), 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	if w.transform != nil {
 		_ = inf.SetTransform(w.transform)
 	}
@@ -176,8 +212,8 @@ func (w *WatchedDeployments) start(key cache.ObjectName, nw *namedWatch) {
 	go inf.RunWithContext(ctx)
 }
 
-// named returns the Deployment of a named watch, nil when there is none.
-func (w *WatchedDeployments) named(namespace, name string) (*appsv1.Deployment, bool) {
+// get returns the object of a named watch.
+func (w *namedWatches) get(namespace, name string) (any, bool) {
 	w.mu.Lock()
 	nw := w.watches[cache.ObjectName{Namespace: namespace, Name: name}]
 	w.mu.Unlock()
@@ -188,7 +224,7 @@ func (w *WatchedDeployments) named(namespace, name string) (*appsv1.Deployment, 
 	if err != nil || !ok {
 		return nil, false
 	}
-	return obj.(*appsv1.Deployment), true
+	return obj, true
 }
 
 // watchedLister is the lister of WatchedDeployments.

@@ -17,6 +17,10 @@ type observed struct {
 	canary *v1alpha1.Canary // a deep copy
 	// stable is the stable Deployment, nil when it does not exist.
 	stable *appsv1.Deployment
+	// target is spec.targetRef's StatefulSet, nil when there is none; targetHolder the name of
+	// another Canary that holds it ("" when none does).
+	target       *appsv1.StatefulSet
+	targetHolder string
 	// canaryDep is the Deployment named spec.canary.name, nil when it does not exist; it may be
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
@@ -29,6 +33,9 @@ type observed struct {
 // this controller.
 func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 	obs := &observed{canary: cn}
+	if cn.Spec.TargetRef != nil {
+		return obs, c.observeTarget(obs)
+	}
 	var err error
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.StableRef.Name); err != nil {
 		return nil, err

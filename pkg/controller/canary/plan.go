@@ -43,6 +43,14 @@ type reconciler struct {
 	// changes (a timed pause ends, a check measures, a progress deadline passes); 0 for never.
 	requeueAfter time.Duration
 
+	// targetWrites are the writes of spec.targetRef's workload (target.go); stableRev is the
+	// revision its release started from, abortedRevision the one a rollback this sync starts
+	// leaves, retried that a retry writes the aborted revision back.
+	targetWrites    []targetWrite
+	stableRev       string
+	abortedRevision string
+	retried         bool
+
 	// newSnapshot is the v1alpha1.AnnotationStableSnapshot to record on the Canary before any
 	// Deployment is written ("" when it is there already).
 	newSnapshot string
@@ -125,6 +133,10 @@ func computePlan(obs *observed, now metav1.Time) *reconciler {
 // r.message), or why nothing can be done.
 func (r *reconciler) reconcile() {
 	cn := r.canary
+	if cn.Spec.TargetRef != nil {
+		r.reconcileTarget() // target.go
+		return
+	}
 	steps, err := stepsOf(&cn.Spec)
 	if err != nil {
 		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
@@ -220,15 +232,17 @@ func (r *reconciler) progress() {
 			r.message = "paused by spec.paused before batch 1"
 			return
 		}
-		r.scale(replicasOf(r.canaryDep), true)
+		r.move(r.canaryReplicas(), true)
 		k := st.CurrentBatch
 		r.message = fmt.Sprintf("paused by spec.paused at batch %d/%d: %d of %d canary pods available, stable at %d",
-			k, n, r.canaryAvailable(), replicasOf(r.canaryDep), replicasOf(r.stable))
+			k, n, r.canaryAvailable(), r.canaryReplicas(), r.stableReplicas())
 		return
 	}
 
 	if st.CurrentBatch == 0 {
-		r.ensureSnapshot()
+		if r.obs.target == nil {
+			r.ensureSnapshot()
+		}
 		r.startBatch(1)
 	}
 	r.advance()
@@ -240,7 +254,7 @@ func (r *reconciler) progress() {
 		return // reconcile rolls back: nothing of the forward plan is written
 	}
 	target := r.steps[k-1].canaryReplicas
-	r.scale(target, false)
+	r.move(target, false)
 	r.describeProgress(k, target)
 }
 
@@ -306,21 +320,21 @@ func (r *reconciler) describeProgress(k, target int32) {
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonWaitingForPromotion
 		r.message = fmt.Sprintf("batch %d/%d complete with %d canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=%d)",
 			k, n, target, k)
-	case b.State == v1alpha1.BatchCompleted && k == n && !stableGone(r.stable):
+	case b.State == v1alpha1.BatchCompleted && k == n && r.stableLeft() > 0:
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
 		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, waiting for the last %d stable pods to go",
-			n, r.canaryAvailable(), target, max(podsOf(r.stable), 1))
+			n, r.canaryAvailable(), target, r.stableLeft())
 	case b.State == v1alpha1.BatchCompleted && k == n:
 		if r.status.Phase != v1alpha1.CanaryCompleted {
 			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d batches complete: the canary serves %d pods, no stable pod is left", n, target)
 		}
 		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonCompleted
 		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, stable at %d",
-			n, r.canaryAvailable(), target, replicasOf(r.stable))
+			n, r.canaryAvailable(), target, r.stableReplicas())
 	default:
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
 		r.message = fmt.Sprintf("batch %d/%d: %d of %d canary pods available, stable at %d",
-			k, n, r.canaryAvailable(), target, replicasOf(r.stable))
+			k, n, r.canaryAvailable(), target, r.stableReplicas())
 	}
 }
 
@@ -384,6 +398,9 @@ func (r *reconciler) needsPause(k int32) bool {
 // batchDone reports whether batch k is complete: the canary Deployment runs exactly the batch's
 // pods, from the current template, all of them available.
 func (r *reconciler) batchDone(k int32) bool {
+	if r.obs.target != nil {
+		return r.targetStepDone(k)
+	}
 	d := r.canaryDep
 	if d == nil || r.canaryNew {
 		return false
@@ -400,6 +417,9 @@ func (r *reconciler) batchDone(k int32) bool {
 
 // canaryAvailable is the number of available canary pods.
 func (r *reconciler) canaryAvailable() int32 {
+	if sts := r.obs.target; sts != nil {
+		return min(r.canaryReplicas(), sts.Status.AvailableReplicas)
+	}
 	if r.canaryDep == nil || r.canaryNew {
 		return 0
 	}

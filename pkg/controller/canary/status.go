@@ -32,11 +32,15 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 	}
 
 	st.CanaryReplicas, st.CanaryAvailable = 0, 0
-	if r.canaryDep != nil {
+	if cn.Spec.TargetRef != nil {
+		targetStatus(r, &st) // target.go
+	} else if r.canaryDep != nil {
 		st.CanaryReplicas = replicasOf(r.canaryDep)
 		st.CanaryAvailable = r.canaryAvailable()
 	}
-	st.StableReplicas, st.StableAvailable = 0, 0
+	if cn.Spec.TargetRef == nil {
+		st.StableReplicas, st.StableAvailable = 0, 0
+	}
 	if r.stable != nil {
 		st.StableReplicas = replicasOf(r.stable)
 		st.StableAvailable = r.stable.Status.AvailableReplicas

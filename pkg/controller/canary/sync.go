@@ -28,6 +28,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.deployments.Release(key)
+		if c.statefulSets != nil {
+			c.statefulSets.Release(key)
+		}
 		c.forgetStatus(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
@@ -37,6 +40,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	}
 	if !c.deployments.Reference(key, shared.Spec.StableRef.Name, shared.Spec.Canary.Name) {
 		return errNotListed // its watch just started: the Deployment's events will come
+	}
+	if !c.referenceTarget(key, shared) {
+		return errNotListed
 	}
 	if shared.DeletionTimestamp != nil {
 		return c.finalize(ctx, shared)
@@ -92,6 +98,9 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 		*bases = append(*bases, cn.ResourceVersion)
 	}
 	if f, err := c.writeRoute(ctx, r); f != nil || err != nil { // routes.go: traffic first
+		return f, err
+	}
+	if f, err := c.executeTarget(ctx, r); f != nil || err != nil { // target.go
 		return f, err
 	}
 	for _, w := range r.writes {

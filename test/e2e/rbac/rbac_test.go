@@ -75,6 +75,7 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("Canary", e.canaryScenario)
 	t.Run("CanaryAnalysis", e.canaryAnalysisScenario)
 	t.Run("CanaryTraffic", e.canaryTrafficScenario) // traffic_test.go
+	t.Run("CanaryTarget", e.canaryTargetScenario)
 	if err := agent.Stop(); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}
@@ -721,6 +722,69 @@ spec:
   - name: health
     provider: {podHealth: {}}
 `
+
+const targetLedger = `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: ledger}
+spec:
+  replicas: 2
+  serviceName: ledger
+  selector: {matchLabels: {app: ledger}}
+  template:
+    metadata: {labels: {app: ledger}}
+    spec:
+      containers: [{name: ledger, image: "nginx:1.26"}]
+`
+
+const targetCanary = `
+apiVersion: apps.workload.dev/v1alpha1
+kind: Canary
+metadata: {name: ledger}
+spec:
+  replicas: 2
+  targetRef: {kind: StatefulSet, name: ledger}
+  steps:
+  - {replicas: 1}
+`
+
+// canaryTargetScenario: a Canary holds a StatefulSet (partition patches through its named
+// watch), releases a new template, is aborted (the stable ControllerRevision read and written
+// back) and deleted (the StatefulSet read from the API server and its hold released).
+func (e *env) canaryTargetScenario(t *testing.T) {
+	ns := e.namespace(t, "rbac-canary-target")
+	sets := e.kube.AppsV1().StatefulSets(ns)
+	if _, err := sets.Create(e.ctx, decode[appsv1.StatefulSet](t, targetLedger), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRollout(t, workload.StatefulSet, ns, "ledger", workload.StateComplete)
+	canaries := e.apps.AppsV1alpha1().Canaries(ns)
+	if _, err := canaries.Create(e.ctx, decode[v1alpha1.Canary](t, targetCanary), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	partition := func(want int32) {
+		waitFor(t, e.ctx, fmt.Sprintf("sts/ledger at partition %d", want), func(ctx context.Context) (bool, string) {
+			s, err := sets.Get(ctx, "ledger", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			ru := s.Spec.UpdateStrategy.RollingUpdate
+			return ru != nil && ru.Partition != nil && *ru.Partition == want, fmt.Sprintf("%+v", ru)
+		})
+	}
+	partition(2)
+	if _, err := sets.Patch(e.ctx, "ledger", types.JSONPatchType,
+		[]byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.27"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	partition(1) // step 1
+	e.patch(t, workload.Canary, ns, "ledger", types.MergePatchType, `{"spec":{"rollback":true}}`)
+	e.waitEvent(t, ns, "ledger", v1alpha1.EventTemplateRestored)
+	if err := canaries.Delete(e.ctx, "ledger", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	partition(0) // released by the finalizer once the rollback left nothing to release
+}
 
 // canaryAnalysisScenario: a step whose checks run a Job (created, then read until it
 // finishes) and read the canary's pods from the agent's pod cache; the release completes.

@@ -50,7 +50,10 @@ const (
 
 // CanarySpec is the desired release of a Canary.
 //
-// +kubebuilder:validation:XValidation:rule="self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef) ? !has(self.stableRef) && !has(self.canary) : has(self.stableRef) && has(self.canary)",message="set either targetRef (release a workload in place) or both stableRef and canary (release between two Deployments), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.stableRef) || !has(self.canary) || self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.trafficRouting)",message="trafficRouting works with stableRef and canary only: a targetRef's pods are released in place behind one Service"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.analysis) || self.analysis.all(a, !has(a.provider.podHealth))",message="podHealth checks the canary Deployment's pods and needs stableRef and canary: with targetRef use a prometheus or job check"
 // +kubebuilder:validation:XValidation:rule="[has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.pauseType == 'First'",message="pauseType applies to batches and batchSizes only: with steps, give each step its own pause"
 // +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
@@ -70,11 +73,21 @@ type CanarySpec struct {
 	// +kubebuilder:validation:Minimum=0
 	Replicas int32 `json:"replicas"`
 
-	// StableRef names the Deployment serving today, in the Canary's namespace.
-	StableRef StableRef `json:"stableRef"`
+	// StableRef names the Deployment serving today, in the Canary's namespace. Set it with
+	// canary, or set targetRef instead.
+	// +optional
+	StableRef StableRef `json:"stableRef,omitzero"`
 
-	// Canary is the Deployment being released.
-	Canary CanaryTarget `json:"canary"`
+	// Canary is the Deployment being released. Set it with stableRef, or set targetRef instead.
+	// +optional
+	Canary CanaryTarget `json:"canary,omitzero"`
+
+	// TargetRef names a workload released in place instead of between two Deployments: the
+	// Canary holds it (a StatefulSet's partition at spec.replicas) so that a change of its pod
+	// template updates no pod, then releases the new revision through the steps by lowering the
+	// partition (docs/canary-targets.md). Set it instead of stableRef and canary.
+	// +optional
+	TargetRef *CanaryTargetRef `json:"targetRef,omitempty"`
 
 	// Steps is the release, step by step: each step sets the canary pods, then bakes (a pause,
 	// analysis) before the next begins. A release always ends with every replica on the canary:
@@ -245,6 +258,20 @@ type StableRef struct {
 	Name string `json:"name"`
 }
 
+// CanaryTargetRef names the workload a Canary releases in place.
+type CanaryTargetRef struct {
+	// Kind of the workload, in the Canary's namespace. StatefulSet (apps/v1) is the kind
+	// supported today.
+	// +kubebuilder:validation:Enum=StatefulSet
+	Kind string `json:"kind"`
+
+	// Name of the workload: a StatefulSet name (DNS-1123 subdomain).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="targetRef.name must be a valid StatefulSet name (DNS-1123 subdomain): lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Name string `json:"name"`
+}
+
 // CanaryTarget is the canary Deployment: created and owned by the Canary.
 type CanaryTarget struct {
 	// Name of the canary Deployment. It must not be the stable Deployment, nor a Deployment that
@@ -341,6 +368,10 @@ type CanaryStatus struct {
 	// +optional
 	TrafficRouting *CanaryTrafficStatus `json:"trafficRouting,omitempty"`
 
+	// Target is the state of spec.targetRef's workload as the agent last saw it.
+	// +optional
+	Target *CanaryTargetStatus `json:"target,omitempty"`
+
 	// Conditions are the latest observations of the release.
 	// +listType=map
 	// +listMapKey=type
@@ -368,6 +399,29 @@ type CanaryBatchStatus struct {
 	// FinishTime is when every pod of the batch became available.
 	// +optional
 	FinishTime *metav1.Time `json:"finishTime,omitempty"`
+}
+
+// CanaryTargetStatus is the state of a Canary's target workload.
+type CanaryTargetStatus struct {
+	// StableRevision is the revision the target's pods ran before the release (a StatefulSet's
+	// status.currentRevision): what an abort returns them to.
+	// +optional
+	StableRevision string `json:"stableRevision,omitempty"`
+	// UpdateRevision is the revision being released (a StatefulSet's status.updateRevision);
+	// equal to stableRevision when there is nothing to release.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+	// Partition is the target's partition as the agent set it: pods with an ordinal at or above
+	// it run the update revision.
+	Partition int32 `json:"partition"`
+	// UpdatedReplicas is the number of the target's pods on the update revision.
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// AvailableReplicas is the number of the target's available pods, of either revision.
+	AvailableReplicas int32 `json:"availableReplicas"`
+	// AbortedRevision is the revision the last abort rolled back: a retry writes its template
+	// to the target again and releases it from step 1.
+	// +optional
+	AbortedRevision string `json:"abortedRevision,omitempty"`
 }
 
 // CanaryAbort records why a release rolled back by itself.
