@@ -330,3 +330,30 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// The agent killed in the middle of a release (SIGKILL, during step 1's pause) and started again
+// finishes it from where the Canary's status says it was, every pod on the new revision.
+func TestStatefulSetTargetAgentKilledMidRelease(t *testing.T) {
+	e := setupTarget(t, true)
+	e.createTargetCanary(nil,
+		step(intstr.FromInt32(1), pauseFor(3*time.Second)),
+		step(intstr.FromInt32(2), pauseFor(time.Second)))
+	e.waitTarget(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
+	e.setImage("example.com/ledger:v2")
+	e.waitCanary("step 1 to bake", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.CurrentBatch == 1 && c.Status.Batches[0].State == v1alpha1.BatchBaking
+	})
+	e.agent.Kill()
+	if p := partitionOf(e.statefulSet()); p != stsReplicas-1 {
+		t.Fatalf("partition %d while the agent is down, want %d (step 1)", p, stsReplicas-1)
+	}
+	e.startAgent()
+	e.waitCanary("the release to complete", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil &&
+			c.Status.Target.StableRevision == c.Status.Target.UpdateRevision && c.Status.CurrentBatch == 3
+	})
+	if got := e.images(); got["example.com/ledger:v2"] != stsReplicas {
+		t.Errorf("after the release: images %v", got)
+	}
+	e.waitStatefulSet("held again", func(s *appsv1.StatefulSet) bool { return partitionOf(s) == stsReplicas })
+}
