@@ -47,6 +47,7 @@ type reconciler struct {
 	// revision its release started from, abortedRevision the one a rollback this sync starts
 	// leaves, retried that a retry writes the aborted revision back.
 	targetWrites    []targetWrite
+	resetApproval   int32 // spec.approvedBatch to set back to 0 as a target's new release starts
 	stableRev       string
 	abortedRevision string
 	retried         bool

@@ -97,6 +97,12 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 		}
 		*bases = append(*bases, cn.ResourceVersion)
 	}
+	if r.resetApproval != 0 {
+		if err := c.resetApproval(ctx, cn, r.resetApproval); err != nil {
+			return nil, err
+		}
+		*bases = append(*bases, cn.ResourceVersion)
+	}
 	if f, err := c.writeRoute(ctx, r); f != nil || err != nil { // routes.go: traffic first
 		return f, err
 	}

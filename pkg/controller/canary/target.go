@@ -230,8 +230,13 @@ func (r *reconciler) releaseTarget(tail bool) {
 	sts := r.obs.target
 	st := &r.status
 	if !tail && (st.Target == nil || st.Target.UpdateRevision != sts.Status.UpdateRevision) {
-		// A new revision to release (or one changed mid-release): from step 1.
+		// A new revision to release (or one changed mid-release): from step 1, every pause
+		// waiting for a person again (the approvals were the last release's).
 		st.CurrentBatch, st.Batches, st.Analysis = 0, nil, nil
+		if r.canary.Spec.ApprovedBatch != 0 {
+			r.resetApproval = r.canary.Spec.ApprovedBatch
+			r.canary.Spec.ApprovedBatch = 0
+		}
 		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "StatefulSet %q has a new revision %s: releasing it through the steps from revision %s",
 			sts.Name, sts.Status.UpdateRevision, sts.Status.CurrentRevision)
 	}
@@ -323,17 +328,20 @@ func (r *reconciler) rollbackTarget() {
 	r.holdTarget()
 }
 
-// targetRetry, once spec.retries rose above an abort's (kubectl workload retry), writes the
-// aborted revision's template to the target again: its release then starts from step 1.
+// targetRetry, once spec.retries rose above the retries of the last rollback (kubectl workload
+// retry, after an abort by itself or on request), writes the aborted revision's template to the
+// target again: its release then starts from step 1.
 func (r *reconciler) targetRetry() {
-	a, t := r.status.Abort, r.status.Target
-	if a == nil || a.Retries >= r.canary.Spec.Retries {
+	if a := r.status.Abort; a != nil && a.Retries < r.canary.Spec.Retries {
+		r.retry()
+	}
+	t := r.status.Target
+	if t == nil || t.AbortedRevision == "" || r.canary.Spec.Rollback || r.aborted() || t.AbortedRetries >= r.canary.Spec.Retries {
 		return
 	}
-	r.retry()
-	if t != nil && t.AbortedRevision != "" && r.obs.target.Status.UpdateRevision != t.AbortedRevision {
+	r.retried = true
+	if r.obs.target.Status.UpdateRevision != t.AbortedRevision {
 		r.targetWrites = append(r.targetWrites, targetWrite{kind: restoreTemplate, revision: t.AbortedRevision, reason: "retry"})
-		r.retried = true
 	}
 }
 
@@ -398,13 +406,13 @@ func targetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
 		AvailableReplicas: sts.Status.AvailableReplicas,
 	}
 	if st.Target != nil {
-		t.AbortedRevision = st.Target.AbortedRevision
+		t.AbortedRevision, t.AbortedRetries = st.Target.AbortedRevision, st.Target.AbortedRetries
 	}
 	if r.abortedRevision != "" {
-		t.AbortedRevision = r.abortedRevision
+		t.AbortedRevision, t.AbortedRetries = r.abortedRevision, r.canary.Spec.Retries
 	}
 	if r.retried {
-		t.AbortedRevision = ""
+		t.AbortedRevision, t.AbortedRetries = "", 0
 	}
 	for _, w := range r.targetWrites {
 		if w.kind == setPartition {
@@ -533,5 +541,19 @@ func (c *Controller) releaseHold(ctx context.Context, cn *v1alpha1.Canary) error
 	}
 	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
 		"Canary deleted: StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", sts.Name, p)
+	return nil
+}
+
+// resetApproval sets spec.approvedBatch back to 0 as a target's new release starts, with a JSON
+// patch that tests the value read: a promote made meanwhile fails the test (the sync is retried
+// from the Canary as it is then). cn takes the patched version, which the status write carries.
+func (c *Controller) resetApproval(ctx context.Context, cn *v1alpha1.Canary, read int32) error {
+	patch := fmt.Appendf(nil, `[{"op":"test","path":"/spec/approvedBatch","value":%d},{"op":"replace","path":"/spec/approvedBatch","value":0}]`, read)
+	updated, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).Patch(ctx, cn.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("setting spec.approvedBatch back to 0 for the new release: %w", staleIfInvalid(err))
+	}
+	cn.ResourceVersion, cn.Generation = updated.ResourceVersion, updated.Generation
+	cn.Spec.ApprovedBatch = 0
 	return nil
 }

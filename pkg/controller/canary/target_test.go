@@ -230,3 +230,46 @@ func TestRestoreRevisionActions(t *testing.T) {
 		t.Errorf("actions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A retry after an abort on request (spec.rollback cleared, spec.retries raised, as kubectl
+// workload retry does) writes the aborted revision back; clearing spec.rollback alone does not.
+func TestTargetRetryAfterAbortOnRequest(t *testing.T) {
+	cn := targetCanary()
+	syncTarget(t, cn, ledger(4, 4, "v1", "v1"))
+	syncTarget(t, cn, ledger(4, 0, "v1", "v2"))
+	cn.Spec.Rollback = true
+	syncTarget(t, cn, ledger(3, 1, "v1", "v2"))
+	syncTarget(t, cn, ledger(3, 4, "v1", "v1"))
+	if cn.Status.Phase != v1alpha1.CanaryRolledBack || cn.Status.Target.AbortedRevision != "v2" {
+		t.Fatalf("phase %s target %+v", cn.Status.Phase, cn.Status.Target)
+	}
+	cn.Spec.Rollback = false
+	if r := syncTarget(t, cn, ledger(4, 4, "v1", "v1")); len(r.targetWrites) != 0 {
+		t.Fatalf("rollback cleared alone: writes %+v", r.targetWrites)
+	}
+	cn.Spec.Retries = 1
+	r := syncTarget(t, cn, ledger(4, 4, "v1", "v1"))
+	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v2" {
+		t.Fatalf("retry writes %+v, want v2 written back", w)
+	}
+	if cn.Status.Target.AbortedRevision != "" {
+		t.Errorf("aborted revision %q kept after the retry", cn.Status.Target.AbortedRevision)
+	}
+}
+
+// The next release of the target waits for a person at each pause again: the approval of the
+// last release is set back to 0 as the new one starts.
+func TestTargetNextReleaseForgetsApprovals(t *testing.T) {
+	cn := targetCanary()
+	cn.Spec.Steps[0].Pause = &v1alpha1.CanaryPause{}
+	cn.Spec.ApprovedBatch = 1 // the last release's promote
+	cn.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "v1", UpdateRevision: "v1"}
+	r := syncTarget(t, cn, ledger(4, 0, "v1", "v2"))
+	if r.resetApproval != 1 {
+		t.Fatalf("resetApproval %d, want the approval 1 set back to 0", r.resetApproval)
+	}
+	r = syncTarget(t, cn, ledger(3, 1, "v1", "v2"))
+	if cn.Status.Phase != v1alpha1.CanaryPaused || len(r.targetWrites) != 0 {
+		t.Errorf("step 1 done: phase %s writes %+v, want Paused for a person", cn.Status.Phase, r.targetWrites)
+	}
+}

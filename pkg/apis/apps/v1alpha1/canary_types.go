@@ -418,10 +418,13 @@ type CanaryTargetStatus struct {
 	UpdatedReplicas int32 `json:"updatedReplicas"`
 	// AvailableReplicas is the number of the target's available pods, of either revision.
 	AvailableReplicas int32 `json:"availableReplicas"`
-	// AbortedRevision is the revision the last abort rolled back: a retry writes its template
-	// to the target again and releases it from step 1.
+	// AbortedRevision is the revision the last abort rolled back: a retry (spec.retries raised
+	// above abortedRetries) writes its template to the target again and releases it from step 1.
 	// +optional
 	AbortedRevision string `json:"abortedRevision,omitempty"`
+	// AbortedRetries is spec.retries when abortedRevision was rolled back.
+	// +optional
+	AbortedRetries int32 `json:"abortedRetries,omitempty"`
 }
 
 // CanaryAbort records why a release rolled back by itself.
