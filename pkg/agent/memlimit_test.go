@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// GOMEMLIMIT wins over the flag; auto takes 90% of the cgroup's limit and sets none without
-// one; an explicit quantity is taken as is, "0" sets none.
+// GOMEMLIMIT wins over the flag; auto takes the cgroup's limit less max(10%, 48Mi) (at least
+// half of it) and sets none without one; an explicit quantity is taken as is, "0" sets none.
 func TestDecideMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		flag, env string
@@ -17,7 +17,9 @@ func TestDecideMemoryLimit(t *testing.T) {
 		source    string
 	}{
 		{flag: "auto", cgroup: 0, want: 0, source: "auto: no cgroup"},
-		{flag: "auto", cgroup: 512 << 20, want: 512 << 20 * 9 / 10, source: "auto: 90%"},
+		{flag: "auto", cgroup: 512 << 20, want: 512<<20 - 512<<20/10, source: "auto: the cgroup"},
+		{flag: "auto", cgroup: 148 << 20, want: 100 << 20, source: "auto: the cgroup"},
+		{flag: "auto", cgroup: 64 << 20, want: 32 << 20, source: "auto: the cgroup"},
 		{flag: "200Mi", cgroup: 512 << 20, want: 200 << 20, source: "--memory-limit=200Mi"},
 		{flag: "0", cgroup: 512 << 20, want: 0, source: "--memory-limit=0"},
 		{flag: "200Mi", env: "100MiB", cgroup: 512 << 20, want: 0, source: "GOMEMLIMIT=100MiB"},

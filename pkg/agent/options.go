@@ -142,7 +142,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
 		"Serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr.")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit,
-		"Soft memory limit of the Go runtime (collect garbage harder as the process nears it): a quantity such as 200Mi, \"0\" for none, or \"auto\" for 90% of the container's (cgroup's) memory limit, none outside a limited cgroup. $GOMEMLIMIT, when set, wins.")
+		"Soft memory limit of the Go runtime (collect garbage harder as the process nears it): a quantity such as 200Mi, \"0\" for none, or \"auto\" for the container's (cgroup's) memory limit less 10% or 48Mi, whichever is more, none outside a limited cgroup. $GOMEMLIMIT, when set, wins.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr,
 		"Address ([host]:port) to serve /healthz and /readyz on. \"0\" disables it.")
 	fs.StringSliceVar(&o.EnabledControllers, "controllers", o.EnabledControllers,
