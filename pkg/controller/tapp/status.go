@@ -21,7 +21,8 @@ type failure struct {
 }
 
 // instanceStatus is the observed status of instance id: want says whether it should run, info is
-// its template (nil if it should not run or has none).
+// its template (nil if it should not run or has none), onTemplate whether pod runs info
+// (templateSet.runs).
 func instanceStatus(pod *corev1.Pod, want bool, info *templateInfo, onTemplate bool) appsv1alpha1.InstanceStatus {
 	if pod == nil {
 		if want {
