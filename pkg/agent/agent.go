@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	goruntime "runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -155,8 +156,14 @@ func UserAgent(identity string) string {
 	return ua
 }
 
-// Run runs the agent with the options until ctx is done: NewClients, New, Agent.Run.
+// Run runs the agent with the options until ctx is done: the soft memory limit
+// (--memory-limit), NewClients, New, Agent.Run.
 func Run(ctx context.Context, opts *Options) error {
+	mem, err := applyMemoryLimit(opts.MemoryLimit)
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Go soft memory limit", "bytes", debug.SetMemoryLimit(-1), "source", mem.source)
 	clients, err := NewClients(opts)
 	if err != nil {
 		return err

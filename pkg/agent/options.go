@@ -74,6 +74,9 @@ type Options struct {
 	HealthAddr  string
 	// Profiling serves Go's profiles at /debug/pprof/ beside /metrics.
 	Profiling bool
+	// MemoryLimit is the Go runtime's soft memory limit: MemoryLimitAuto (also when empty), "0"
+	// (none) or a quantity of bytes; $GOMEMLIMIT, when set, wins (memlimit.go).
+	MemoryLimit string
 
 	// EnabledControllers is the --controllers list: names of registered controllers, "*" for all
 	// of them, "-name" to disable one (useful after "*").
@@ -104,6 +107,7 @@ func NewOptions() *Options {
 		MetricsAddr:          DefaultMetricsAddr,
 		HealthAddr:           DefaultHealthAddr,
 		EnabledControllers:   []string{AllControllers},
+		MemoryLimit:          MemoryLimitAuto,
 	}
 }
 
@@ -137,6 +141,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Address ([host]:port) to serve Prometheus metrics on at /metrics. \"0\" disables it.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
 		"Serve Go's runtime profiles (heap, CPU, goroutines) at /debug/pprof/ on --metrics-addr.")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit,
+		"Soft memory limit of the Go runtime (collect garbage harder as the process nears it): a quantity such as 200Mi, \"0\" for none, or \"auto\" for the container's (cgroup's) memory limit less 10% or 48Mi, whichever is more, none outside a limited cgroup. $GOMEMLIMIT, when set, wins.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr,
 		"Address ([host]:port) to serve /healthz and /readyz on. \"0\" disables it.")
 	fs.StringSliceVar(&o.EnabledControllers, "controllers", o.EnabledControllers,
@@ -159,6 +165,7 @@ var FlagHelp = map[string]string{
 	"leader-elect-retry-period":   "a positive duration, e.g. 2s",
 	"metrics-addr":                "[host]:port with a port from 0 to 65535, or \"0\" to disable",
 	"health-addr":                 "[host]:port with a port from 0 to 65535, or \"0\" to disable",
+	"memory-limit":                "auto, 0, or a quantity of bytes of at least 1Mi, e.g. 200Mi",
 	"controllers":                 "a comma separated list of \"*\", registered controller names and \"-name\"",
 	"v":                           "an integer log verbosity from 0 (default) to 10",
 }
@@ -228,6 +235,11 @@ func (o *Options) Validate() error {
 	}
 	if err := validateAddr(o.HealthAddr); err != nil {
 		return bad("health-addr", o.HealthAddr, err.Error())
+	}
+	if o.MemoryLimit != MemoryLimitAuto && o.MemoryLimit != "" {
+		if _, err := parseMemoryLimit(o.MemoryLimit); err != nil {
+			return bad("memory-limit", o.MemoryLimit, err.Error())
+		}
 	}
 	if _, err := o.Enabled(); err != nil {
 		return bad("controllers", strings.Join(o.EnabledControllers, ","), err.Error())

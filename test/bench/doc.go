@@ -61,6 +61,7 @@
 //	BENCH_PLUGIN_RUNS=20     runs of each plugin command
 //	BENCH_QPS=100            client QPS of kube-controller-manager and the agent
 //	BENCH_BURST=200          ... and burst
+//	BENCH_AGENT_MEMORY_LIMIT=         every agent's --memory-limit (e.g. 128Mi); unset: the agent's default
 //	BENCH_TIMEOUT=20m        safety bound of every wait (a failure, never a target)
 //	BENCH_OUT_DIR=<tmp>      agent logs and summary.md (the audit log too, with BENCH_KEEP_AUDIT=1)
 //	WORKLOAD_AGENT_BIN, KUBECTL_WORKLOAD_BIN   binaries to run instead of building them

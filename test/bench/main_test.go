@@ -36,6 +36,10 @@ var (
 	phaseTimeout  = envDuration("BENCH_TIMEOUT", 20*time.Minute) // safety bound of one wait, not a target
 )
 
+// agentMemoryLimit, when set (BENCH_AGENT_MEMORY_LIMIT), is every agent's --memory-limit; unset:
+// the agent's default, auto, which sets no limit outside a memory-limited cgroup.
+var agentMemoryLimit = os.Getenv("BENCH_AGENT_MEMORY_LIMIT")
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -190,7 +194,7 @@ func (e *env) startAgent(b *testing.B, name string, extraArgs ...string) *agentp
 			"--leader-elect=false",
 			// The deployed agent's verbosity (config/agent/deployment.yaml sets none).
 			"-v=0",
-		}, extraArgs...),
+		}, append(memoryLimitArgs(), extraArgs...)...),
 		LogPath:          filepath.Join(e.outDir, "agent-"+name+".log"),
 		LogTailOnFailure: 16 << 10,
 	})
@@ -200,6 +204,14 @@ func (e *env) startAgent(b *testing.B, name string, extraArgs ...string) *agentp
 		b.Fatalf("agent %s not ready: %v", name, err)
 	}
 	return a
+}
+
+// memoryLimitArgs is --memory-limit when BENCH_AGENT_MEMORY_LIMIT is set.
+func memoryLimitArgs() []string {
+	if agentMemoryLimit == "" {
+		return nil
+	}
+	return []string{"--memory-limit=" + agentMemoryLimit}
 }
 
 // stopAgent stops an agent with SIGTERM and reports the errors in its log.

@@ -107,7 +107,7 @@ func (e *env) clearEarlierWorkloads(b *testing.B) {
 // peak RSS since start (VmHWM) and its RSS at the end.
 func (e *env) idleMemory(b *testing.B, name string, extraArgs ...string) idleMem {
 	b.Helper()
-	a := e.startAgent(b, name, extraArgs...)
+	a := e.startAgent(b, name, append([]string{"--profiling"}, extraArgs...)...)
 	time.Sleep(memSettle)
 	var m idleMem
 	var err error
@@ -117,6 +117,8 @@ func (e *env) idleMemory(b *testing.B, name string, extraArgs ...string) idleMem
 	if m.peak, err = a.PeakRSS(); err != nil {
 		b.Fatal(err)
 	}
+	// Read after the figures (serving a profile allocates): what the two agents hold.
+	e.saveHeapProfile(b, a, name)
 	stopAgent(b, a, name)
 	return m
 }

@@ -73,6 +73,7 @@ func TestScaleUp(t *testing.T) {
 			appsv1alpha1.LabelInstanceID:   []string{"0", "1", "2"}[id],
 			appsv1alpha1.LabelTemplateHash: info.hash,
 			appsv1alpha1.LabelUniqHash:     info.uniqHash,
+			appsv1alpha1.LabelResizeHash:   info.resizeOnly,
 		}
 		for k, v := range wantLabels {
 			if p.Labels[k] != v {

@@ -16,8 +16,9 @@
 // # Identity
 //
 // Pod <tapp>-<id> carries the template's labels plus app.kubernetes.io/managed-by=workload-agent,
-// the TApp name, the instance id, the template hash (of the whole template) and the uniq hash (of
-// the pod spec with every image blanked, without the template's metadata), and a controller
+// the TApp name, the instance id, the template hash (of the whole template), the uniq hash (of
+// the pod spec with every image blanked, without the template's metadata) and the resize hash
+// (of the whole template with its containers' cpu and memory values zeroed), and a controller
 // reference to the TApp. Claims <claim>-<tapp>-<id> carry the same identity labels and no owner
 // reference: they outlive pods and the TApp, as StatefulSet claims do. A pod name taken by a pod
 // of another owner is reported (ReplicaFailure, FailedCreate), never adopted.
@@ -59,7 +60,12 @@
 // in-place too: the uniq hash leaves them out, and the controller patches them through the
 // pods/resize subresource before the image and label patch; the instance stays updating (and
 // the gate closed) until the pod's container statuses report the new resources and no
-// PodResizePending or PodResizeInProgress condition is True.
+// PodResizePending or PodResizeInProgress condition is True. When only cpu/memory values changed
+// (the resize hash, a label of its own, matches), the resize is the whole update: pods/resize
+// cannot write labels, so the gate's opening writes the new hash labels (3 writes per pod with
+// the gate), and without the gate no label is written at all (1 write). Until then a pod's
+// template hash label lags, so for a pod without the gate, or with its gate closed for an
+// update, which template it runs is told from its spec's resources (templateSet.runs).
 //
 // # Revision history
 //

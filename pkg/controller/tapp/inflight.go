@@ -34,8 +34,11 @@ type pendingWrite struct {
 	resourceVersion string
 	// hash, for an in-place update, is the target template hash: the update is pending until the
 	// cached pod carries it.
-	hash    string
-	expires time.Time
+	hash string
+	// resources, for a resize-only update (which changes no label), is the target template: the
+	// update is pending until the cached pod's spec has its resources.
+	resources *templateInfo
+	expires   time.Time
 }
 
 func newPendingWrites(c clock.PassiveClock) *pendingWrites {
@@ -50,6 +53,11 @@ func (p *pendingWrites) expectStatus(pod *corev1.Pod) {
 // expectTemplate records an in-place update of pod to the template with the given hash.
 func (p *pendingWrites) expectTemplate(pod *corev1.Pod, hash string) {
 	p.set(pod, pendingWrite{uid: pod.UID, hash: hash})
+}
+
+// expectResources records a resize-only update of pod to template info.
+func (p *pendingWrites) expectResources(pod *corev1.Pod, info *templateInfo) {
+	p.set(pod, pendingWrite{uid: pod.UID, resources: info})
 }
 
 func (p *pendingWrites) set(pod *corev1.Pod, w pendingWrite) {
@@ -79,9 +87,12 @@ func (p *pendingWrites) inFlight(pod *corev1.Pod) bool {
 	}
 	pending := w.uid == pod.UID && p.clock.Now().Before(w.expires)
 	if pending {
-		if w.hash != "" {
+		switch {
+		case w.resources != nil:
+			pending = !resourcesMatch(pod, w.resources)
+		case w.hash != "":
 			pending = pod.Labels[appsv1alpha1.LabelTemplateHash] != w.hash
-		} else {
+		default:
 			pending = pod.ResourceVersion == w.resourceVersion
 		}
 	}

@@ -73,6 +73,35 @@ func sameResizable(a, b corev1.ResourceList, onlyIn corev1.ResourceList) bool {
 	return true
 }
 
+// resourcesMatch reports whether every regular container of pod has, in its spec, the values of
+// the resizable resources template info sets (requests defaulted from limits). Resources the
+// template does not set are not compared: admission (a LimitRange) may have added them.
+func resourcesMatch(pod *corev1.Pod, info *templateInfo) bool {
+	have := make(map[string]*corev1.ResourceRequirements, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		have[pod.Spec.Containers[i].Name] = &pod.Spec.Containers[i].Resources
+	}
+	for _, c := range info.template.Spec.Containers {
+		cur, ok := have[c.Name]
+		if !ok {
+			return false
+		}
+		want := effectiveResources(c.Resources)
+		if !sameResizable(cur.Requests, want.Requests, nonNil(want.Requests)) || !sameResizable(cur.Limits, want.Limits, nonNil(want.Limits)) {
+			return false
+		}
+	}
+	return true
+}
+
+// nonNil is l, or an empty list for nil (sameResizable's onlyIn compares every name when nil).
+func nonNil(l corev1.ResourceList) corev1.ResourceList {
+	if l == nil {
+		return corev1.ResourceList{}
+	}
+	return l
+}
+
 // resizePatch is the strategic merge patch for the pods/resize subresource giving every regular
 // container of pod the resources of its template, or nil when they have them already. Resources
 // the pod has and the template dropped are removed (null).

@@ -262,6 +262,7 @@ func TestShouldMarkReady(t *testing.T) {
 		{"image patch not visible yet", func(p *corev1.Pod) {
 			updating(p, "other-hash")
 			p.Labels[appsv1alpha1.LabelTemplateHash] = "old-hash"
+			p.Labels[appsv1alpha1.LabelResizeHash] = "old-resize-hash"
 		}, false},
 		{"update reverted", func(p *corev1.Pod) { updating(p, "other-hash") }, true},
 	}
@@ -269,7 +270,7 @@ func TestShouldMarkReady(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := runningPod(tp, 0)
 			tc.mutate(p)
-			if got := shouldMarkReady(p, info.hash); got != tc.want {
+			if got, _ := shouldMarkReady(p, newTemplateSet(tp), info); got != tc.want {
 				t.Errorf("shouldMarkReady = %v, want %v", got, tc.want)
 			}
 		})

@@ -41,6 +41,16 @@ type inPlaceUpdate struct {
 	closeGate bool
 	// apply: resize and patch the pod now; false while the grace period runs.
 	apply bool
+	// resizeOnly: the pod's template and to differ only in resource values (resizeOnlyHash):
+	// the resize is the whole update, the labels follow with the gate's opening (if any).
+	resizeOnly bool
+}
+
+// gateOpening is a readiness gate to open; relabel, when set, is the template whose hash labels
+// the status patch writes too (a resize-only update, which could not write them).
+type gateOpening struct {
+	pod     *corev1.Pod
+	relabel *templateInfo
 }
 
 // plan is what one sync should do, computed from the informer caches only.
@@ -52,7 +62,7 @@ type plan struct {
 	// inPlace are the image, resource and label updates of running pods, in id order.
 	inPlace []inPlaceUpdate
 	// markReady are pods whose ConditionInPlaceUpdateReady should be set True.
-	markReady []*corev1.Pod
+	markReady []gateOpening
 	// stuck are terminating pods past their deletion deadline (only with spec.forceDeletePod).
 	stuck []*corev1.Pod
 	// requeueAfter, when positive, is when the sync should run again to re-check time-based
@@ -244,7 +254,7 @@ func (p *plan) planInstances(t *appsv1alpha1.TApp, templates *templateSet, pods 
 			id:          id,
 			rolling:     info.name == rolling,
 			available:   avail && !busy && !isInPlaceUpdating(pod),
-			needsUpdate: !busy && !isTerminating(pod) && !isFinished(pod) && pod.Labels[appsv1alpha1.LabelTemplateHash] != info.hash,
+			needsUpdate: !busy && !isTerminating(pod) && !isFinished(pod) && !templates.runs(pod, info),
 		})
 	}
 	return states
@@ -264,6 +274,7 @@ func (p *plan) planUpdates(t *appsv1alpha1.TApp, templates *templateSet, pods ma
 		updating[id] = true
 		if inPlaceCompatible(pod, info) {
 			u, wait := planInPlace(pod, id, info, grace, now)
+			u.resizeOnly = templates.resizeOnly(pod, info)
 			p.requeueIn(wait)
 			if u.closeGate || u.apply {
 				p.inPlace = append(p.inPlace, u)
@@ -283,14 +294,12 @@ func (p *plan) planGates(templates *templateSet, ids []int, pods map[int]*corev1
 		if planned(id, pod) || inFlight(pod) {
 			continue
 		}
-		desiredHash := ""
+		var desired *templateInfo
 		if id < replicas {
-			if info, err := templates.forInstance(id); err == nil {
-				desiredHash = info.hash
-			}
+			desired, _ = templates.forInstance(id)
 		}
-		if shouldMarkReady(pod, desiredHash) {
-			p.markReady = append(p.markReady, pod)
+		if ok, relabel := shouldMarkReady(pod, templates, desired); ok {
+			p.markReady = append(p.markReady, gateOpening{pod: pod, relabel: relabel})
 		}
 	}
 }

@@ -137,30 +137,42 @@ func normalizeImage(image string) string {
 }
 
 // shouldMarkReady says whether the agent should set the pod's ConditionInPlaceUpdateReady True:
-// the pod has the gate, is running, every container reports the image of its spec and the
-// condition is not True already. While an in-place update is visible only in the condition (the
-// cache has not yet caught up with the image patch), the pod's spec still shows the old images,
-// which its containers do report: that must not count as done, so a False condition of an
-// in-place update only turns True once the pod carries the target template hash (or the hash
-// its instance wants now, should the update have been reverted).
-func shouldMarkReady(pod *corev1.Pod, desiredHash string) bool {
+// the pod has the gate, is running, every container reports the image and the resources of its
+// spec and the condition is not True already. While an in-place update is visible only in the
+// condition (the cache has not yet caught up with the image patch or the resize), the pod's spec
+// still shows the old images and resources, which its containers do report: that must not count
+// as done, so a False condition of an in-place update only turns True once the pod runs the
+// target template (or the template its instance wants now, desired, should the update have been
+// reverted; see templateSet.runs). relabel is the template whose hash labels the pod should
+// get with the condition: the one it runs, when a resize-only update left its labels behind.
+func shouldMarkReady(pod *corev1.Pod, templates *templateSet, desired *templateInfo) (ok bool, relabel *templateInfo) {
 	if !hasReadinessGate(pod) || isTerminating(pod) || pod.Status.Phase != corev1.PodRunning {
-		return false
+		return false, nil
 	}
 	c := inPlaceCondition(pod)
 	if c != nil && c.Status == corev1.ConditionTrue {
-		return false
+		return false, nil
 	}
 	if !imagesUpdated(pod) || !resourcesApplied(pod) {
-		return false
+		return false, nil
 	}
-	if target := inPlaceTarget(pod); target != "" {
-		h := pod.Labels[appsv1alpha1.LabelTemplateHash]
-		if h != target && h != desiredHash {
-			return false
-		}
+	target := inPlaceTarget(pod)
+	if target == "" {
+		return true, nil
 	}
-	return true
+	var on *templateInfo
+	switch {
+	case desired != nil && templates.runs(pod, desired):
+		on = desired
+	case templates.runsHash(pod, target):
+		on = templates.byHash(target)
+	default:
+		return false, nil
+	}
+	if on != nil && pod.Labels[appsv1alpha1.LabelTemplateHash] != on.hash {
+		return true, on
+	}
+	return true, nil
 }
 
 // sortForDeletion orders pods the ActivePods way (the cheapest to lose first); among equals the

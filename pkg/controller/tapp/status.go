@@ -21,8 +21,9 @@ type failure struct {
 }
 
 // instanceStatus is the observed status of instance id: want says whether it should run, info is
-// its template (nil if it should not run or has none).
-func instanceStatus(pod *corev1.Pod, want bool, info *templateInfo) appsv1alpha1.InstanceStatus {
+// its template (nil if it should not run or has none), onTemplate whether pod runs info
+// (templateSet.runs).
+func instanceStatus(pod *corev1.Pod, want bool, info *templateInfo, onTemplate bool) appsv1alpha1.InstanceStatus {
 	if pod == nil {
 		if want {
 			return appsv1alpha1.InstanceNotCreated
@@ -33,7 +34,7 @@ func instanceStatus(pod *corev1.Pod, want bool, info *templateInfo) appsv1alpha1
 		if !want {
 			return appsv1alpha1.InstanceKilling
 		}
-		if info != nil && pod.Labels[appsv1alpha1.LabelTemplateHash] != info.hash {
+		if info != nil && !onTemplate {
 			return appsv1alpha1.InstanceUpdating
 		}
 		return appsv1alpha1.InstancePending
@@ -118,13 +119,14 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 		if !want && id < replicas {
 			tl.killed++
 		}
-		s := instanceStatus(pod, want, info)
+		onTemplate := info != nil && pod != nil && templates.runs(pod, info)
+		s := instanceStatus(pod, want, info, onTemplate)
 		st.Statuses[strconv.Itoa(id)] = s
 		if want {
 			tl.active = append(tl.active, s)
 			tl.wanted++
 		}
-		tl.count(t, &st, id, pod, want, info, now)
+		tl.count(t, &st, id, pod, want, onTemplate, now)
 	}
 	st.AppStatus = appStatus(tl.active, tl.killed)
 	setConditions(t, &st, &tl, now, fail)
@@ -139,9 +141,9 @@ type tally struct {
 	complete, updatesPending           bool
 }
 
-// count adds the pod of instance id (want: the instance should run, on template info) to the
-// status counts and the tally.
-func (tl *tally) count(t *appsv1alpha1.TApp, st *appsv1alpha1.TAppStatus, id int, pod *corev1.Pod, want bool, info *templateInfo, now time.Time) {
+// count adds the pod of instance id (want: the instance should run; updated: the pod runs its
+// template) to the status counts and the tally.
+func (tl *tally) count(t *appsv1alpha1.TApp, st *appsv1alpha1.TAppStatus, id int, pod *corev1.Pod, want, updated bool, now time.Time) {
 	if pod != nil && isTerminating(pod) {
 		tl.complete = false
 	}
@@ -171,7 +173,6 @@ func (tl *tally) count(t *appsv1alpha1.TApp, st *appsv1alpha1.TAppStatus, id int
 		// A finished pod the agent keeps (restart policy, neverMigrate) is done, not behind.
 		tl.complete = false
 	}
-	updated := info != nil && pod.Labels[appsv1alpha1.LabelTemplateHash] == info.hash
 	if updated && !isInPlaceUpdating(pod) {
 		st.UpdatedReplicas++
 		tl.updated++

@@ -295,7 +295,7 @@ func (c *Controller) openGate(ctx context.Context, pod *corev1.Pod) {
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
 	_, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType,
-		conditionPatch(pod.UID, corev1.ConditionTrue, reasonImagesReady, "", now), metav1.PatchOptions{}, "status")
+		conditionPatch(pod.UID, corev1.ConditionTrue, reasonImagesReady, "", now, nil), metav1.PatchOptions{}, "status")
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Could not open the readiness gate of a new pod; retrying once it runs", "pod", pod.Name, "err", err)
 	}
@@ -341,10 +341,19 @@ func (c *Controller) deletePods(ctx context.Context, t *appsv1alpha1.TApp, key s
 }
 
 // conditionPatch is a strategic merge patch of the pod status setting the in-place readiness
-// gate condition. The UID makes it fail on a re-created pod of the same name.
-func conditionPatch(uid types.UID, status corev1.ConditionStatus, reason, message string, now metav1.Time) []byte {
+// gate condition, and the hash labels of template relabel when it is set (pods/status keeps
+// changes of metadata). The UID makes it fail on a re-created pod of the same name.
+func conditionPatch(uid types.UID, status corev1.ConditionStatus, reason, message string, now metav1.Time, relabel *templateInfo) []byte {
+	metadata := map[string]any{"uid": uid}
+	if relabel != nil {
+		metadata["labels"] = map[string]any{
+			appsv1alpha1.LabelTemplateHash: relabel.hash,
+			appsv1alpha1.LabelUniqHash:     relabel.uniqHash,
+			appsv1alpha1.LabelResizeHash:   relabel.resizeOnly,
+		}
+	}
 	patch := map[string]any{
-		"metadata": map[string]any{"uid": uid},
+		"metadata": metadata,
 		"status": map[string]any{
 			"conditions": []any{map[string]any{
 				"type":               appsv1alpha1.ConditionInPlaceUpdateReady,
@@ -364,7 +373,7 @@ func conditionPatch(uid types.UID, status corev1.ConditionStatus, reason, messag
 // template is still known) and the new hash labels.
 func inPlacePatch(pod *corev1.Pod, from, to *templateInfo) []byte {
 	identity := sets.New(appsv1alpha1.LabelManagedBy, appsv1alpha1.LabelTAppName, appsv1alpha1.LabelInstanceID,
-		appsv1alpha1.LabelTemplateHash, appsv1alpha1.LabelUniqHash)
+		appsv1alpha1.LabelTemplateHash, appsv1alpha1.LabelUniqHash, appsv1alpha1.LabelResizeHash)
 	diff := func(cur, want, old map[string]string, protect sets.Set[string]) map[string]any {
 		out := map[string]any{}
 		for k, v := range want {
@@ -391,6 +400,7 @@ func inPlacePatch(pod *corev1.Pod, from, to *templateInfo) []byte {
 	lbls := diff(pod.Labels, to.template.Labels, oldLabels, identity)
 	lbls[appsv1alpha1.LabelTemplateHash] = to.hash
 	lbls[appsv1alpha1.LabelUniqHash] = to.uniqHash
+	lbls[appsv1alpha1.LabelResizeHash] = to.resizeOnly
 	metadata := map[string]any{"uid": pod.UID, "labels": lbls}
 	if ann := diff(pod.Annotations, to.template.Annotations, oldAnnotations, nil); len(ann) > 0 {
 		metadata["annotations"] = ann
@@ -436,9 +446,12 @@ func (c *Controller) updateInPlace(ctx context.Context, t *appsv1alpha1.TApp, te
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
 	res := slowstart.Run(len(ups), 1, func(i int) error {
 		u := ups[i]
-		if u.apply {
+		switch {
+		case u.apply && u.resizeOnly:
+			c.writes.expectResources(u.pod, u.to)
+		case u.apply:
 			c.writes.expectTemplate(u.pod, u.to.hash)
-		} else {
+		default:
 			c.writes.expectStatus(u.pod)
 		}
 		err := c.closeGate(ctx, u, now)
@@ -465,7 +478,7 @@ func (c *Controller) closeGate(ctx context.Context, u inPlaceUpdate, now metav1.
 	}
 	msg := inPlaceMessagePrefix + u.to.hash
 	_, err := c.kubeClient.CoreV1().Pods(u.pod.Namespace).Patch(ctx, u.pod.Name, types.StrategicMergePatchType,
-		conditionPatch(u.pod.UID, corev1.ConditionFalse, reasonInPlaceUpdating, msg, now), metav1.PatchOptions{}, "status")
+		conditionPatch(u.pod.UID, corev1.ConditionFalse, reasonInPlaceUpdating, msg, now, nil), metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("setting %s False on pod %s: %w", appsv1alpha1.ConditionInPlaceUpdateReady, u.pod.Name, err)
 	}
@@ -474,13 +487,18 @@ func (c *Controller) closeGate(ctx context.Context, u inPlaceUpdate, now metav1.
 
 // applyInPlace resizes the pod's containers when their resources changed, then patches images
 // and labels. The resize goes first: should it be refused, the pod keeps its old template hash
-// and the next sync tries again.
+// and the next sync tries again. A resize-only update is the resize alone: pods/resize cannot
+// write labels, and the pod's resources tell that it runs the new template (templateSet.runs);
+// with the readiness gate, the labels come with the status patch that opens it.
 func (c *Controller) applyInPlace(ctx context.Context, templates *templateSet, u inPlaceUpdate) error {
 	pods := c.kubeClient.CoreV1().Pods(u.pod.Namespace)
 	if patch := resizePatch(u.pod, u.to); patch != nil {
 		if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
 			return fmt.Errorf("resizing pod %s: %w", u.pod.Name, err)
 		}
+	}
+	if u.resizeOnly {
+		return nil
 	}
 	patch := inPlacePatch(u.pod, templates.byHash(u.pod.Labels[appsv1alpha1.LabelTemplateHash]), u.to)
 	if _, err := pods.Patch(ctx, u.pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -489,18 +507,18 @@ func (c *Controller) applyInPlace(ctx context.Context, templates *templateSet, u
 	return nil
 }
 
-// markReady sets ConditionInPlaceUpdateReady True on pods whose containers all run the images of
-// their spec.
-func (c *Controller) markReady(ctx context.Context, t *appsv1alpha1.TApp, pods []*corev1.Pod) error {
-	if len(pods) == 0 {
+// markReady sets ConditionInPlaceUpdateReady True on pods whose containers all run the images and
+// resources of their spec (with the hash labels of a resize-only update, in the same patch).
+func (c *Controller) markReady(ctx context.Context, t *appsv1alpha1.TApp, gates []gateOpening) error {
+	if len(gates) == 0 {
 		return nil
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
-	res := slowstart.Run(len(pods), 1, func(i int) error {
-		pod := pods[i]
+	res := slowstart.Run(len(gates), 1, func(i int) error {
+		pod := gates[i].pod
 		c.writes.expectStatus(pod)
 		_, err := c.kubeClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType,
-			conditionPatch(pod.UID, corev1.ConditionTrue, reasonImagesReady, "", now), metav1.PatchOptions{}, "status")
+			conditionPatch(pod.UID, corev1.ConditionTrue, reasonImagesReady, "", now, gates[i].relabel), metav1.PatchOptions{}, "status")
 		if err != nil {
 			c.writes.forget(pod)
 			if apierrors.IsNotFound(err) {

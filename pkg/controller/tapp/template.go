@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
@@ -70,6 +71,26 @@ func blankImages(t *corev1.PodTemplateSpec) *corev1.PodSpec {
 	return spec
 }
 
+// resizeOnlyHash is the hash of the whole template (metadata and spec) with the values of the
+// resizable resources (cpu, memory) of its regular containers zeroed, their names kept (requests
+// defaulted from limits, as the API server does). Two templates with the same resizeOnlyHash
+// differ only in those values: a pod moves between them by a pods/resize alone.
+func resizeOnlyHash(t *corev1.PodTemplateSpec) string {
+	cp := t.DeepCopy()
+	for i := range cp.Spec.Containers {
+		r := effectiveResources(cp.Spec.Containers[i].Resources)
+		for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
+			for _, name := range resizable {
+				if _, ok := list[name]; ok {
+					list[name] = resource.Quantity{}
+				}
+			}
+		}
+		cp.Spec.Containers[i].Resources = r
+	}
+	return hashObject(cp)
+}
+
 // templateInfo is a template with its name and hashes, computed once per sync.
 type templateInfo struct {
 	// name is the templatePool key, or "" for spec.template.
@@ -79,10 +100,13 @@ type templateInfo struct {
 	uniqHash string
 	// imageOnlyUniqHash: see imageOnlyUniqHash.
 	imageOnlyUniqHash string
+	// resizeOnly: see resizeOnlyHash.
+	resizeOnly string
 }
 
 func newTemplateInfo(name string, t *corev1.PodTemplateSpec) *templateInfo {
-	return &templateInfo{name: name, template: t, hash: TemplateHash(t), uniqHash: UniqHash(t), imageOnlyUniqHash: imageOnlyUniqHash(t)}
+	return &templateInfo{name: name, template: t, hash: TemplateHash(t), uniqHash: UniqHash(t),
+		imageOnlyUniqHash: imageOnlyUniqHash(t), resizeOnly: resizeOnlyHash(t)}
 }
 
 // TemplateName is the name of the template instance id runs: spec.templates[id], else
@@ -112,6 +136,8 @@ func TemplateFor(t *appsv1alpha1.TApp, id int) (*corev1.PodTemplateSpec, string,
 type templateSet struct {
 	tapp  *appsv1alpha1.TApp
 	infos map[string]*templateInfo
+	// hashes are every template of the TApp by hash, once byHash has needed them.
+	hashes map[string]*templateInfo
 }
 
 func newTemplateSet(t *appsv1alpha1.TApp) *templateSet {
@@ -135,21 +161,76 @@ func (s *templateSet) forInstance(id int) (*templateInfo, error) {
 
 // byHash finds a template of the TApp (spec.template or a pool entry) with the given hash.
 func (s *templateSet) byHash(hash string) *templateInfo {
-	for _, info := range s.infos {
-		if info.hash == hash {
-			return info
+	if s.hashes == nil {
+		s.hashes = map[string]*templateInfo{}
+		add := func(name string, t *corev1.PodTemplateSpec) {
+			info, ok := s.infos[name]
+			if !ok {
+				info = newTemplateInfo(name, t)
+			}
+			if _, dup := s.hashes[info.hash]; !dup {
+				s.hashes[info.hash] = info
+			}
+		}
+		add("", &s.tapp.Spec.Template)
+		for name := range s.tapp.Spec.TemplatePool {
+			tpl := s.tapp.Spec.TemplatePool[name]
+			add(name, &tpl)
 		}
 	}
-	if info := newTemplateInfo("", &s.tapp.Spec.Template); info.hash == hash {
-		return info
+	return s.hashes[hash]
+}
+
+// resizeHashOf is the resize hash of the template pod was made from or last patched to: its
+// LabelResizeHash, or for a pod labelled before that label existed, that of the template its
+// LabelTemplateHash names, if the TApp still has it ("" if not).
+func (s *templateSet) resizeHashOf(pod *corev1.Pod) string {
+	if h, ok := pod.Labels[appsv1alpha1.LabelResizeHash]; ok {
+		return h
 	}
-	for name := range s.tapp.Spec.TemplatePool {
-		tpl := s.tapp.Spec.TemplatePool[name]
-		if info := newTemplateInfo(name, &tpl); info.hash == hash {
-			return info
-		}
+	if from := s.byHash(pod.Labels[appsv1alpha1.LabelTemplateHash]); from != nil {
+		return from.resizeOnly
 	}
-	return nil
+	return ""
+}
+
+// labelTrusted says whether pod's LabelTemplateHash names the template it runs. A resize-only
+// update (resizeOnlyHash) changes a pod's resources through pods/resize, which cannot change
+// labels, and writes the label only with the status patch that opens the readiness gate (see
+// shouldMarkReady); so the label is the record only of a pod with the gate open. A pod without
+// the gate, or whose gate is closed for an update, may run other resources than its label says.
+func labelTrusted(pod *corev1.Pod) bool {
+	return hasReadinessGate(pod) && inPlaceTarget(pod) == ""
+}
+
+// runs reports whether pod runs template info: its label says so and is trusted, or (see
+// labelTrusted) its template differs from info only in resource values (resizeHashOf) and the
+// pod's spec has info's values.
+func (s *templateSet) runs(pod *corev1.Pod, info *templateInfo) bool {
+	label := pod.Labels[appsv1alpha1.LabelTemplateHash]
+	if labelTrusted(pod) {
+		return label == info.hash
+	}
+	if label != info.hash && s.resizeHashOf(pod) != info.resizeOnly {
+		return false
+	}
+	return resourcesMatch(pod, info)
+}
+
+// runsHash is runs for the template of the given hash; a hash the TApp no longer has is
+// compared with the pod's label.
+func (s *templateSet) runsHash(pod *corev1.Pod, hash string) bool {
+	if info := s.byHash(hash); info != nil {
+		return s.runs(pod, info)
+	}
+	return pod.Labels[appsv1alpha1.LabelTemplateHash] == hash
+}
+
+// resizeOnly reports whether pod moves to template info by a pods/resize alone: its template
+// differs from info only in resource values.
+func (s *templateSet) resizeOnly(pod *corev1.Pod, info *templateInfo) bool {
+	h := s.resizeHashOf(pod)
+	return h != "" && h == info.resizeOnly
 }
 
 // PodName is the name of instance id's pod: <tapp>-<id>.
@@ -192,6 +273,7 @@ func newPod(t *appsv1alpha1.TApp, id int, info *templateInfo) *corev1.Pod {
 	}
 	labels[appsv1alpha1.LabelTemplateHash] = info.hash
 	labels[appsv1alpha1.LabelUniqHash] = info.uniqHash
+	labels[appsv1alpha1.LabelResizeHash] = info.resizeOnly
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,

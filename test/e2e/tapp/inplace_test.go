@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/tapp"
 )
 
 func gateCondition(p *corev1.Pod) *corev1.PodCondition {
@@ -75,11 +76,23 @@ func cpuRequest(cpu string) corev1.ResourceRequirements {
 }
 
 // A change of container resources is made through pods/resize on the running pods (same UIDs),
-// and the TApp settles only once the pods' statuses report the new resources.
+// and the TApp settles only once the pods' statuses report the new resources. With the
+// readiness gate the gate's opening labels the pods with the new template's hash.
 func TestInPlaceResizeKeepsPods(t *testing.T) {
+	resizeKeepsPods(t, true)
+}
+
+// Without the gate the resize is the only write: the pods keep their labels, and the TApp still
+// counts them updated (from their resources) once their statuses report the new resources.
+func TestInPlaceResizeWithoutGate(t *testing.T) {
+	resizeKeepsPods(t, false)
+}
+
+func resizeKeepsPods(t *testing.T, gate bool) {
 	e := setup(t)
 	e.startAgent()
 	tp := newTApp("web", 3)
+	tp.Spec.UpdateStrategy.InPlaceUpdate.ReadinessGate = &gate
 	tp.Spec.Template.Spec.Containers[0].Resources = cpuRequest("100m")
 	e.create(tp)
 	before := e.waitSettled("web", 3)
@@ -100,6 +113,13 @@ func TestInPlaceResizeKeepsPods(t *testing.T) {
 		}
 		if q := st[0].Resources.Requests[corev1.ResourceCPU]; q.Cmp(want) != 0 {
 			t.Errorf("%s: status cpu request %s", name, q.String())
+		}
+		h, was := p.Labels[appsv1alpha1.LabelTemplateHash], before[name].Labels[appsv1alpha1.LabelTemplateHash]
+		if want := tapp.TemplateHash(&e.get("web").Spec.Template); gate && h != want {
+			t.Errorf("%s: template hash %s after the gate opened, want %s", name, h, want)
+		}
+		if !gate && h != was {
+			t.Errorf("%s: relabelled without the gate (a write more than the resize)", name)
 		}
 	}
 }

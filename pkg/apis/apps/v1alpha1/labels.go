@@ -18,6 +18,11 @@ const (
 	// LabelUniqHash is the hash of the pod template with every container image blanked: two
 	// templates with the same uniq hash differ only in images, so the pod can be updated in place.
 	LabelUniqHash = "tapp.apps.workload.dev/uniq-hash"
+	// LabelResizeHash is the hash of the pod template with the values of its containers' cpu and
+	// memory zeroed: a pod moves to a template of the same resize hash by a pods/resize alone,
+	// and the agent then tells which template it runs from its resources (the resize cannot
+	// change LabelTemplateHash).
+	LabelResizeHash = "tapp.apps.workload.dev/resize-hash"
 	// ConditionInPlaceUpdateReady is the readiness gate of TApp pods: False while an in-place image
 	// update is under way, True once every container reports its new image.
 	ConditionInPlaceUpdateReady = "tapp.apps.workload.dev/InPlaceUpdateReady"
