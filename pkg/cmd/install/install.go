@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
@@ -59,17 +58,14 @@ type InstallOptions struct {
 	Image          string
 	CRDsOnly       bool
 	ForceConflicts bool
-	// Timeout bounds the wait for the CRDs to be established.
-	Timeout time.Duration
-	DryRun  cmdutil.DryRunStrategy
-	Client  dynamic.Interface
 
-	genericiooptions.IOStreams
+	// clusterOptions' Timeout bounds the wait for the CRDs to be established.
+	clusterOptions
 }
 
 // NewCmdInstall returns the `install` command.
 func NewCmdInstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &InstallOptions{IOStreams: streams}
+	o := &InstallOptions{clusterOptions: clusterOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:                   "install [--image=IMAGE] [--crds-only] [--dry-run=client|server]",
 		DisableFlagsInUseLine: true,
@@ -92,24 +88,12 @@ func NewCmdInstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 
 // Complete checks the arguments and resolves the dry-run mode and the client.
 func (o *InstallOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("install takes no arguments, got %v", args)
-	}
-	if o.Image == "" {
-		return fmt.Errorf("--image must name an image")
-	}
-	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
-	}
-	var err error
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.DryRun == cmdutil.DryRunClient {
+	return o.complete(f, cmd, args, "install", func() error {
+		if o.Image == "" {
+			return fmt.Errorf("--image must name an image")
+		}
 		return nil
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	}, false)
 }
 
 // Run applies the manifests one by one, printing a line for each.
@@ -132,13 +116,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	}
 	var pending []*unstructured.Unstructured // CRDs not yet established
 	for _, obj := range objs {
-		r, err := resourceOf(obj)
+		ri, err := o.resourceFor(obj)
 		if err != nil {
 			return err
-		}
-		var ri dynamic.ResourceInterface = o.Client.Resource(r.gvr)
-		if r.namespaced {
-			ri = o.Client.Resource(r.gvr).Namespace(obj.GetNamespace())
 		}
 		applied, err := ri.Apply(ctx, obj.GetName(), obj, opts)
 		if err != nil {
@@ -162,13 +142,13 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 // that moment fails with "no matches for kind".
 func (o *InstallOptions) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
 	for _, crd := range crds {
-		r, err := resourceOf(crd)
+		ri, err := o.resourceFor(crd)
 		if err != nil {
 			return err
 		}
 		var last *unstructured.Unstructured
 		err = wait.PollUntilContextTimeout(ctx, pollInterval, o.Timeout, true, func(ctx context.Context) (bool, error) {
-			got, err := o.Client.Resource(r.gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			got, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false, fmt.Errorf("reading %s: %w", displayName(crd), err)
 			}
