@@ -23,11 +23,15 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-var (
-	getLong = templates.LongDesc(`
+// getText is what the `get` command shows.
+var getText = verb.Text{
+	Use:   "get TYPE/NAME [-o json|yaml|name]",
+	Short: "Show a workload as a tree: subsets, batches or revisions down to pods",
+	Long: templates.LongDesc(`
 		Show a workload as a tree down to its pods, with each pod's readiness, status and
 		restarts:
 
@@ -45,9 +49,9 @@ var (
 
 		With --watch (-w), reads the tree again every --interval and shows it each time it
 		changes: redrawn in place on a terminal, printed again (after a blank line) to a pipe
-		or a file. It runs until interrupted (Ctrl-C) or the workload can no longer be read.`)
+		or a file. It runs until interrupted (Ctrl-C) or the workload can no longer be read.`),
 
-	getExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Show a TApp's instances and their pods
 		kubectl workload get tapp/gameserver
 
@@ -58,8 +62,8 @@ var (
 		kubectl workload get canary/checkout -o name
 
 		# Follow a canary release step by step
-		kubectl workload get canary/checkout -w`)
-)
+		kubectl workload get canary/checkout -w`),
+}
 
 // now is the clock ages are measured with (tests fix it).
 var now = time.Now
@@ -86,18 +90,7 @@ type Options struct {
 // NewCmdGet returns the `get` command.
 func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams, PrintFlags: genericclioptions.NewPrintFlags("")}
-	cmd := &cobra.Command{
-		Use:                   "get TYPE/NAME [-o json|yaml|name]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Show a workload as a tree: subsets, batches or revisions down to pods",
-		Long:                  getLong,
-		Example:               getExample,
-		ValidArgsFunction:     completion.WorkloadNames(f, workload.Viewable...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(getText, completion.WorkloadNames(f, workload.Viewable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	resolve.AddFilenameFlag(cmd)
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Show the tree again each time it changes, until interrupted.")

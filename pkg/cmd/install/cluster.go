@@ -12,6 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 )
 
 // clusterOptions is what install and uninstall share: how long they wait, their dry-run mode,
@@ -24,6 +26,15 @@ type clusterOptions struct {
 	Client  dynamic.Interface
 
 	genericiooptions.IOStreams
+}
+
+// newCommand returns the command of install or uninstall (verb.NewCommand) with the flags both
+// have: --timeout, by default timeout, and --dry-run.
+func (o *clusterOptions) newCommand(t verb.Text, complete func(cmd *cobra.Command, args []string) error, run func(ctx context.Context) error, timeout time.Duration, timeoutHelp string) *cobra.Command {
+	cmd := verb.NewCommand(t, nil, complete, run)
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", timeout, timeoutHelp)
+	cmdutil.AddDryRunFlag(cmd)
+	return cmd
 }
 
 // complete checks, in the order a person sees the errors, that verb got no arguments, the

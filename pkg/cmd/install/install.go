@@ -15,10 +15,15 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 )
 
-var (
-	installLong = templates.LongDesc(`
+// installText is what the `install` command shows.
+var installText = verb.Text{
+	Use:   "install [--image=IMAGE] [--crds-only] [--dry-run=client|server]",
+	Short: "Install the CRDs and the workload-agent into the cluster",
+	Long: templates.LongDesc(`
 		Install the CustomResourceDefinitions of TApp, UnitedDeployment and Canary and the
 		workload-agent that runs them: the workload-system namespace, the agent's
 		ServiceAccount, ClusterRole and ClusterRoleBinding, a Role for its leader election
@@ -37,9 +42,9 @@ var (
 		(condition Established), so that workloads can be applied right after it.
 
 		--dry-run=client prints the manifests as YAML instead of applying them;
-		--dry-run=server sends them for validation without persisting them.`)
+		--dry-run=server sends them for validation without persisting them.`),
 
-	installExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Install the CRDs and the agent
 		kubectl workload install
 
@@ -50,8 +55,8 @@ var (
 		kubectl workload install --image=registry.example.com/workload-agent:v0.1.0
 
 		# Only the CRDs
-		kubectl workload install --crds-only`)
-)
+		kubectl workload install --crds-only`),
+}
 
 // InstallOptions holds what install needs.
 type InstallOptions struct {
@@ -66,23 +71,11 @@ type InstallOptions struct {
 // NewCmdInstall returns the `install` command.
 func NewCmdInstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &InstallOptions{clusterOptions: clusterOptions{IOStreams: streams}}
-	cmd := &cobra.Command{
-		Use:                   "install [--image=IMAGE] [--crds-only] [--dry-run=client|server]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Install the CRDs and the workload-agent into the cluster",
-		Long:                  installLong,
-		Example:               installExample,
-		ValidArgsFunction:     cobra.NoFileCompletions,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := o.newCommand(installText, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run,
+		time.Minute, "How long to wait for the CRDs to be established before giving up.")
 	cmd.Flags().StringVar(&o.Image, "image", DefaultImage(), "Image of the workload-agent.")
 	cmd.Flags().BoolVar(&o.CRDsOnly, "crds-only", false, "Install only the CustomResourceDefinitions, not the agent.")
 	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "Take over fields that another field manager owns instead of failing on the conflict.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", time.Minute, "How long to wait for the CRDs to be established before giving up.")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 

@@ -17,11 +17,15 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-var (
-	uninstallLong = templates.LongDesc(`
+// uninstallText is what the `uninstall` command shows.
+var uninstallText = verb.Text{
+	Use:   "uninstall [--keep-crds] [--force] [--dry-run=client|server]",
+	Short: "Remove the workload-agent and the CRDs from the cluster",
+	Long: templates.LongDesc(`
 		Remove what install applied: the workload-agent (its Deployment, Service, RBAC and the
 		workload-system namespace) and the CustomResourceDefinitions.
 
@@ -45,9 +49,9 @@ var (
 		until the agent is back.
 
 		Like kubectl delete, uninstall does not ask for confirmation; --dry-run=client shows
-		what it would delete. Objects already gone are reported and skipped.`)
+		what it would delete. Objects already gone are reported and skipped.`),
 
-	uninstallExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Remove the agent and the CRDs (refused while workloads exist)
 		kubectl workload uninstall
 
@@ -58,8 +62,8 @@ var (
 		kubectl workload uninstall --force --timeout=5m
 
 		# Show what would be deleted
-		kubectl workload uninstall --dry-run=client`)
-)
+		kubectl workload uninstall --dry-run=client`),
+}
 
 // pollInterval is how often uninstall --force checks whether the workloads are gone.
 var pollInterval = time.Second
@@ -76,22 +80,10 @@ type UninstallOptions struct {
 // NewCmdUninstall returns the `uninstall` command.
 func NewCmdUninstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UninstallOptions{clusterOptions: clusterOptions{IOStreams: streams}}
-	cmd := &cobra.Command{
-		Use:                   "uninstall [--keep-crds] [--force] [--dry-run=client|server]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Remove the workload-agent and the CRDs from the cluster",
-		Long:                  uninstallLong,
-		Example:               uninstallExample,
-		ValidArgsFunction:     cobra.NoFileCompletions,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := o.newCommand(uninstallText, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run,
+		2*time.Minute, "With --force, how long to wait for the workloads to be gone before giving up (nothing else is deleted then).")
 	cmd.Flags().BoolVar(&o.KeepCRDs, "keep-crds", false, "Remove only the agent; keep the CRDs and every TApp, UnitedDeployment and Canary.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Delete the CRDs even though workloads exist: first deletes every UnitedDeployment, Canary and TApp (and what they own, except canary Deployments, which the agent keeps) and waits until they are gone, while the agent still runs.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "With --force, how long to wait for the workloads to be gone before giving up (nothing else is deleted then).")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -33,18 +34,8 @@ type Verb struct {
 // kubectl's commands do. It has the --dry-run flag, and completes TYPE/NAME (or TYPE NAME) with
 // the verb's kinds and then their names in the namespace (completion.WorkloadNames).
 func NewCommand(f cmdutil.Factory, v Verb, complete func(cmd *cobra.Command, args []string) error, run func(ctx context.Context) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   v.Use,
-		DisableFlagsInUseLine: true,
-		Short:                 v.Short,
-		Long:                  v.Long,
-		Example:               v.Example,
-		ValidArgsFunction:     completion.WorkloadNames(f, v.Kinds...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(complete(cmd, args))
-			cmdutil.CheckErr(run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(verb.Text{Use: v.Use, Short: v.Short, Long: v.Long, Example: v.Example},
+		completion.WorkloadNames(f, v.Kinds...), complete, run)
 	cmdutil.AddDryRunFlag(cmd)
 	resolve.AddFilenameFlag(cmd)
 	return cmd

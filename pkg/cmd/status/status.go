@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -41,8 +42,11 @@ const (
 	ExitNotDone = 3
 )
 
-var (
-	statusLong = templates.LongDesc(`
+// statusText is what the `status` command shows.
+var statusText = verb.Text{
+	Use:   "status TYPE/NAME [-w] [--timeout=DURATION] [--success-on-pause]",
+	Short: "Show a rollout's progress; -w follows it until done",
+	Long: templates.LongDesc(`
 		Show where a workload's rollout stands: a summary line, then one line per batch (Canary),
 		per subset (UnitedDeployment) or per group of instances (TApp).
 
@@ -65,9 +69,9 @@ var (
 		* 2: --timeout passed first
 		* 3: without --watch, the rollout is still progressing, or paused
 
-		Works on tapp, ud (UnitedDeployment), canary, deploy (Deployment) and sts (StatefulSet).`)
+		Works on tapp, ud (UnitedDeployment), canary, deploy (Deployment) and sts (StatefulSet).`),
 
-	statusExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Show where a canary release stands
 		kubectl workload status canary/checkout
 
@@ -75,8 +79,8 @@ var (
 		kubectl workload status ud/orders -w
 
 		# In a pipeline: wait at most 10 minutes, succeed when the release reaches a manual gate
-		kubectl workload status canary/checkout -w --timeout=10m --success-on-pause`)
-)
+		kubectl workload status canary/checkout -w --timeout=10m --success-on-pause`),
+}
 
 // Options holds what status needs.
 type Options struct {
@@ -99,18 +103,7 @@ type Options struct {
 // NewCmdStatus returns the `status` command.
 func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "status TYPE/NAME [-w] [--timeout=DURATION] [--success-on-pause]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Show a rollout's progress; -w follows it until done",
-		Long:                  statusLong,
-		Example:               statusExample,
-		ValidArgsFunction:     completion.WorkloadNames(f, workload.Viewable...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(statusText, completion.WorkloadNames(f, workload.Viewable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout with a watch until it is complete (or degraded, or paused with --success-on-pause).")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch, how long to wait before giving up with exit code 2 (for example 30s, 10m). 0 waits forever.")
 	cmd.Flags().BoolVar(&o.SuccessOnPause, "success-on-pause", false, "Treat a paused rollout (waiting for promote, a resume or a lower partition) as success: exit 0.")
