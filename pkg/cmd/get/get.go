@@ -15,7 +15,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -78,9 +77,7 @@ type Options struct {
 	Watch    bool
 	Interval time.Duration
 
-	Ref       workload.Ref
-	Namespace string
-	Client    dynamic.Interface
+	resolve.Object
 	// Kube reads native objects (pods, ReplicaSets, Deployments, StatefulSets), as protobuf.
 	Kube kubernetes.Interface
 
@@ -100,28 +97,27 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Complete resolves the object, the namespace, the client and the printer.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, err := resolve.Only(f, cmd, args, workload.Viewable...)
-	if err != nil {
+	if err := o.Object.Complete(f, cmd, args, nil, func(workload.Ref) error { return o.completePrinter() }, workload.Viewable...); err != nil {
 		return err
 	}
-	ref := target.Ref
-	o.Ref = ref
+	var err error
+	o.Kube, err = workload.KubeClient(f)
+	return err
+}
+
+// completePrinter checks the output flags and makes the printer -o asks for.
+func (o *Options) completePrinter() error {
 	switch {
 	case o.Watch && *o.PrintFlags.OutputFormat != "":
 		return fmt.Errorf("--watch draws the tree: it cannot be combined with -o %s", *o.PrintFlags.OutputFormat)
 	case o.Interval <= 0:
 		return fmt.Errorf("--interval must be positive, not %s", o.Interval)
 	}
-	if *o.PrintFlags.OutputFormat != "" {
-		if o.Printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return err
-		}
+	if *o.PrintFlags.OutputFormat == "" {
+		return nil
 	}
-	o.Namespace = target.Namespace
-	if o.Client, err = f.DynamicClient(); err != nil {
-		return err
-	}
-	o.Kube, err = workload.KubeClient(f)
+	var err error
+	o.Printer, err = o.PrintFlags.ToPrinter()
 	return err
 }
 
@@ -151,7 +147,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // read reads the workload and its tree.
 func (o *Options) read(ctx context.Context) (*workload.Node, error) {
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	obj, err := o.Get(ctx)
 	if err != nil {
 		return nil, err
 	}

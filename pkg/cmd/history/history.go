@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
@@ -54,9 +53,7 @@ type Options struct {
 	Revision int64
 	Output   string
 
-	Ref       workload.Ref
-	Namespace string
-	Client    dynamic.Interface
+	resolve.Object
 
 	genericiooptions.IOStreams
 }
@@ -77,15 +74,7 @@ func NewCmdHistory(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 
 // Complete resolves the object, the namespace and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, err := resolve.Only(f, cmd, args, workload.WithHistory...)
-	if err != nil {
-		return err
-	}
-	ref := target.Ref
-	o.Ref = ref
-	o.Namespace = target.Namespace
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Object.Complete(f, cmd, args, nil, nil, workload.WithHistory...)
 }
 
 // Validate checks the flags.
@@ -112,7 +101,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	obj, err := o.Get(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -88,11 +87,9 @@ type Options struct {
 	Timeout        time.Duration
 	SuccessOnPause bool
 
-	Ref       workload.Ref
-	Namespace string
-	Client    dynamic.Interface
-	Viewer    workload.StatusViewer
-	Display   Display
+	resolve.Object
+	Viewer  workload.StatusViewer
+	Display Display
 
 	// held says which Canary releases the Deployment, "" for none.
 	held string
@@ -113,25 +110,20 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 
 // Complete resolves the object, the namespace, the client and how the output is displayed.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, err := resolve.Only(f, cmd, args, workload.Viewable...)
-	if err != nil {
-		return err
-	}
-	ref := target.Ref
-	if o.Timeout < 0 {
-		return fmt.Errorf("--timeout must not be negative, got %v", o.Timeout)
-	}
-	if o.Timeout > 0 && !o.Watch {
-		return fmt.Errorf("--timeout applies to --watch: add -w to wait for %s", ref)
-	}
-	o.Ref = ref
-	if o.Viewer, err = workload.StatusViewerFor(ref.Kind); err != nil {
-		return err
-	}
-	o.Namespace = target.Namespace
-	o.Display = DetectDisplay(o.Out, os.Getenv)
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Object.Complete(f, cmd, args, nil, func(ref workload.Ref) error {
+		if o.Timeout < 0 {
+			return fmt.Errorf("--timeout must not be negative, got %v", o.Timeout)
+		}
+		if o.Timeout > 0 && !o.Watch {
+			return fmt.Errorf("--timeout applies to --watch: add -w to wait for %s", ref)
+		}
+		var err error
+		if o.Viewer, err = workload.StatusViewerFor(ref.Kind); err != nil {
+			return err
+		}
+		o.Display = DetectDisplay(o.Out, os.Getenv)
+		return nil
+	}, workload.Viewable...)
 }
 
 // Run reads the object once and, with --watch, follows it until the rollout is settled.
@@ -139,7 +131,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	obj, err := o.Get(ctx)
 	if err != nil {
 		return err
 	}
