@@ -62,13 +62,7 @@ func TestAbort(t *testing.T) {
 // The switch is really set in the stored object, and nothing else changes.
 func TestAbortStored(t *testing.T) {
 	res := cmdtest.Run(t, NewCmdAbort, objects(false, v1alpha1.CanaryPaused), "canary/checkout")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(workload.Canary.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "checkout", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, workload.Canary.Resource, "checkout")
 	got, err := workload.AsCanary(obj)
 	if err != nil {
 		t.Fatal(err)

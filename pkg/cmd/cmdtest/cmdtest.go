@@ -24,6 +24,8 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -265,4 +267,18 @@ func Golden(t *testing.T, name, got string) {
 	if got != string(want) {
 		t.Errorf("output differs from %s (run with -update to accept it)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// Stored returns the object named name of resource gvr, in Namespace, as the command left it. It
+// fails the test when the command did not succeed or the object is not there.
+func (r Result) Stored(t *testing.T, gvr schema.GroupVersionResource, name string) *unstructured.Unstructured {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Fatal)
+	}
+	obj, err := r.Client.Resource(gvr).Namespace(Namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -23,11 +22,15 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-var (
-	getLong = templates.LongDesc(`
+// getText is what the `get` command shows.
+var getText = verb.Text{
+	Use:   "get TYPE/NAME [-o json|yaml|name]",
+	Short: "Show a workload as a tree: subsets, batches or revisions down to pods",
+	Long: templates.LongDesc(`
 		Show a workload as a tree down to its pods, with each pod's readiness, status and
 		restarts:
 
@@ -45,9 +48,9 @@ var (
 
 		With --watch (-w), reads the tree again every --interval and shows it each time it
 		changes: redrawn in place on a terminal, printed again (after a blank line) to a pipe
-		or a file. It runs until interrupted (Ctrl-C) or the workload can no longer be read.`)
+		or a file. It runs until interrupted (Ctrl-C) or the workload can no longer be read.`),
 
-	getExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Show a TApp's instances and their pods
 		kubectl workload get tapp/gameserver
 
@@ -58,8 +61,8 @@ var (
 		kubectl workload get canary/checkout -o name
 
 		# Follow a canary release step by step
-		kubectl workload get canary/checkout -w`)
-)
+		kubectl workload get canary/checkout -w`),
+}
 
 // now is the clock ages are measured with (tests fix it).
 var now = time.Now
@@ -74,9 +77,7 @@ type Options struct {
 	Watch    bool
 	Interval time.Duration
 
-	Ref       workload.Ref
-	Namespace string
-	Client    dynamic.Interface
+	resolve.Object
 	// Kube reads native objects (pods, ReplicaSets, Deployments, StatefulSets), as protobuf.
 	Kube kubernetes.Interface
 
@@ -86,18 +87,7 @@ type Options struct {
 // NewCmdGet returns the `get` command.
 func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams, PrintFlags: genericclioptions.NewPrintFlags("")}
-	cmd := &cobra.Command{
-		Use:                   "get TYPE/NAME [-o json|yaml|name]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Show a workload as a tree: subsets, batches or revisions down to pods",
-		Long:                  getLong,
-		Example:               getExample,
-		ValidArgsFunction:     completion.WorkloadNames(f, workload.Viewable...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(getText, completion.WorkloadNames(f, workload.Viewable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	resolve.AddFilenameFlag(cmd)
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Show the tree again each time it changes, until interrupted.")
@@ -107,28 +97,27 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Complete resolves the object, the namespace, the client and the printer.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, err := resolve.Only(f, cmd, args, workload.Viewable...)
-	if err != nil {
+	if err := o.Object.Complete(f, cmd, args, nil, func(workload.Ref) error { return o.completePrinter() }, workload.Viewable...); err != nil {
 		return err
 	}
-	ref := target.Ref
-	o.Ref = ref
+	var err error
+	o.Kube, err = workload.KubeClient(f)
+	return err
+}
+
+// completePrinter checks the output flags and makes the printer -o asks for.
+func (o *Options) completePrinter() error {
 	switch {
 	case o.Watch && *o.PrintFlags.OutputFormat != "":
 		return fmt.Errorf("--watch draws the tree: it cannot be combined with -o %s", *o.PrintFlags.OutputFormat)
 	case o.Interval <= 0:
 		return fmt.Errorf("--interval must be positive, not %s", o.Interval)
 	}
-	if *o.PrintFlags.OutputFormat != "" {
-		if o.Printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return err
-		}
+	if *o.PrintFlags.OutputFormat == "" {
+		return nil
 	}
-	o.Namespace = target.Namespace
-	if o.Client, err = f.DynamicClient(); err != nil {
-		return err
-	}
-	o.Kube, err = workload.KubeClient(f)
+	var err error
+	o.Printer, err = o.PrintFlags.ToPrinter()
 	return err
 }
 
@@ -158,7 +147,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // read reads the workload and its tree.
 func (o *Options) read(ctx context.Context) (*workload.Node, error) {
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	obj, err := o.Get(ctx)
 	if err != nil {
 		return nil, err
 	}

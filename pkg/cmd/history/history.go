@@ -10,18 +10,21 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-var (
-	historyLong = templates.LongDesc(`
+// historyText is what the `history` command shows.
+var historyText = verb.Text{
+	Use:   "history TYPE/NAME [--revision N] [-o json|yaml]",
+	Short: "List the revisions of a workload's template",
+	Long: templates.LongDesc(`
 		List the revisions of a workload's template, the ones undo can go back to, oldest
 		first, with the current one marked.
 
@@ -32,9 +35,9 @@ var (
 
 		Only objects controlled by the workload are shown; lists use label selectors, never a
 		list of the whole namespace. --revision N shows one revision's pod template; -o json or
-		-o yaml prints the revisions with their full templates.`)
+		-o yaml prints the revisions with their full templates.`),
 
-	historyExample = templates.Examples(`
+	Example: templates.Examples(`
 		# List the revisions of a UnitedDeployment
 		kubectl workload history ud/orders
 
@@ -42,17 +45,15 @@ var (
 		kubectl workload history ud/orders --revision 3
 
 		# The revisions of a Deployment, as YAML
-		kubectl workload history deploy/front -o yaml`)
-)
+		kubectl workload history deploy/front -o yaml`),
+}
 
 // Options holds what history needs.
 type Options struct {
 	Revision int64
 	Output   string
 
-	Ref       workload.Ref
-	Namespace string
-	Client    dynamic.Interface
+	resolve.Object
 
 	genericiooptions.IOStreams
 }
@@ -60,19 +61,12 @@ type Options struct {
 // NewCmdHistory returns the `history` command.
 func NewCmdHistory(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "history TYPE/NAME [--revision N] [-o json|yaml]",
-		DisableFlagsInUseLine: true,
-		Short:                 "List the revisions of a workload's template",
-		Long:                  historyLong,
-		Example:               historyExample,
-		ValidArgsFunction:     completion.WorkloadNames(f, workload.WithHistory...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Validate())
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(historyText, completion.WorkloadNames(f, workload.WithHistory...), func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(f, cmd, args); err != nil {
+			return err
+		}
+		return o.Validate()
+	}, o.Run)
 	cmd.Flags().Int64Var(&o.Revision, "revision", 0, "Show the details of this revision")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml")
 	return cmd
@@ -80,15 +74,7 @@ func NewCmdHistory(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 
 // Complete resolves the object, the namespace and the client.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, err := resolve.Only(f, cmd, args, workload.WithHistory...)
-	if err != nil {
-		return err
-	}
-	ref := target.Ref
-	o.Ref = ref
-	o.Namespace = target.Namespace
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Object.Complete(f, cmd, args, nil, nil, workload.WithHistory...)
 }
 
 // Validate checks the flags.
@@ -115,7 +101,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	obj, err := o.Get(ctx)
 	if err != nil {
 		return err
 	}

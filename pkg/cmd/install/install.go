@@ -12,14 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 )
 
-var (
-	installLong = templates.LongDesc(`
+// installText is what the `install` command shows.
+var installText = verb.Text{
+	Use:   "install [--image=IMAGE] [--crds-only] [--dry-run=client|server]",
+	Short: "Install the CRDs and the workload-agent into the cluster",
+	Long: templates.LongDesc(`
 		Install the CustomResourceDefinitions of TApp, UnitedDeployment and Canary and the
 		workload-agent that runs them: the workload-system namespace, the agent's
 		ServiceAccount, ClusterRole and ClusterRoleBinding, a Role for its leader election
@@ -38,9 +42,9 @@ var (
 		(condition Established), so that workloads can be applied right after it.
 
 		--dry-run=client prints the manifests as YAML instead of applying them;
-		--dry-run=server sends them for validation without persisting them.`)
+		--dry-run=server sends them for validation without persisting them.`),
 
-	installExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Install the CRDs and the agent
 		kubectl workload install
 
@@ -51,65 +55,38 @@ var (
 		kubectl workload install --image=registry.example.com/workload-agent:v0.1.0
 
 		# Only the CRDs
-		kubectl workload install --crds-only`)
-)
+		kubectl workload install --crds-only`),
+}
 
 // InstallOptions holds what install needs.
 type InstallOptions struct {
 	Image          string
 	CRDsOnly       bool
 	ForceConflicts bool
-	// Timeout bounds the wait for the CRDs to be established.
-	Timeout time.Duration
-	DryRun  cmdutil.DryRunStrategy
-	Client  dynamic.Interface
 
-	genericiooptions.IOStreams
+	// clusterOptions' Timeout bounds the wait for the CRDs to be established.
+	clusterOptions
 }
 
 // NewCmdInstall returns the `install` command.
 func NewCmdInstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &InstallOptions{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "install [--image=IMAGE] [--crds-only] [--dry-run=client|server]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Install the CRDs and the workload-agent into the cluster",
-		Long:                  installLong,
-		Example:               installExample,
-		ValidArgsFunction:     cobra.NoFileCompletions,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	o := &InstallOptions{clusterOptions: clusterOptions{IOStreams: streams}}
+	cmd := o.newCommand(installText, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run,
+		time.Minute, "How long to wait for the CRDs to be established before giving up.")
 	cmd.Flags().StringVar(&o.Image, "image", DefaultImage(), "Image of the workload-agent.")
 	cmd.Flags().BoolVar(&o.CRDsOnly, "crds-only", false, "Install only the CustomResourceDefinitions, not the agent.")
 	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "Take over fields that another field manager owns instead of failing on the conflict.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", time.Minute, "How long to wait for the CRDs to be established before giving up.")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 
 // Complete checks the arguments and resolves the dry-run mode and the client.
 func (o *InstallOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("install takes no arguments, got %v", args)
-	}
-	if o.Image == "" {
-		return fmt.Errorf("--image must name an image")
-	}
-	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
-	}
-	var err error
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	if o.DryRun == cmdutil.DryRunClient {
+	return o.complete(f, cmd, args, "install", func() error {
+		if o.Image == "" {
+			return fmt.Errorf("--image must name an image")
+		}
 		return nil
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	}, false)
 }
 
 // Run applies the manifests one by one, printing a line for each.
@@ -132,13 +109,9 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	}
 	var pending []*unstructured.Unstructured // CRDs not yet established
 	for _, obj := range objs {
-		r, err := resourceOf(obj)
+		ri, err := o.resourceFor(obj)
 		if err != nil {
 			return err
-		}
-		var ri dynamic.ResourceInterface = o.Client.Resource(r.gvr)
-		if r.namespaced {
-			ri = o.Client.Resource(r.gvr).Namespace(obj.GetNamespace())
 		}
 		applied, err := ri.Apply(ctx, obj.GetName(), obj, opts)
 		if err != nil {
@@ -162,13 +135,13 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 // that moment fails with "no matches for kind".
 func (o *InstallOptions) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
 	for _, crd := range crds {
-		r, err := resourceOf(crd)
+		ri, err := o.resourceFor(crd)
 		if err != nil {
 			return err
 		}
 		var last *unstructured.Unstructured
 		err = wait.PollUntilContextTimeout(ctx, pollInterval, o.Timeout, true, func(ctx context.Context) (bool, error) {
-			got, err := o.Client.Resource(r.gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			got, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
 			if err != nil {
 				return false, fmt.Errorf("reading %s: %w", displayName(crd), err)
 			}

@@ -13,16 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-var (
-	uninstallLong = templates.LongDesc(`
+// uninstallText is what the `uninstall` command shows.
+var uninstallText = verb.Text{
+	Use:   "uninstall [--keep-crds] [--force] [--dry-run=client|server]",
+	Short: "Remove the workload-agent and the CRDs from the cluster",
+	Long: templates.LongDesc(`
 		Remove what install applied: the workload-agent (its Deployment, Service, RBAC and the
 		workload-system namespace) and the CustomResourceDefinitions.
 
@@ -46,9 +49,9 @@ var (
 		until the agent is back.
 
 		Like kubectl delete, uninstall does not ask for confirmation; --dry-run=client shows
-		what it would delete. Objects already gone are reported and skipped.`)
+		what it would delete. Objects already gone are reported and skipped.`),
 
-	uninstallExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Remove the agent and the CRDs (refused while workloads exist)
 		kubectl workload uninstall
 
@@ -59,8 +62,8 @@ var (
 		kubectl workload uninstall --force --timeout=5m
 
 		# Show what would be deleted
-		kubectl workload uninstall --dry-run=client`)
-)
+		kubectl workload uninstall --dry-run=client`),
+}
 
 // pollInterval is how often uninstall --force checks whether the workloads are gone.
 var pollInterval = time.Second
@@ -69,53 +72,29 @@ var pollInterval = time.Second
 type UninstallOptions struct {
 	KeepCRDs bool
 	Force    bool
-	// Timeout bounds the wait, with --force, for the workloads to be gone.
-	Timeout time.Duration
-	DryRun  cmdutil.DryRunStrategy
-	Client  dynamic.Interface
 
-	genericiooptions.IOStreams
+	// clusterOptions' Timeout bounds the wait, with --force, for the workloads to be gone.
+	clusterOptions
 }
 
 // NewCmdUninstall returns the `uninstall` command.
 func NewCmdUninstall(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UninstallOptions{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "uninstall [--keep-crds] [--force] [--dry-run=client|server]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Remove the workload-agent and the CRDs from the cluster",
-		Long:                  uninstallLong,
-		Example:               uninstallExample,
-		ValidArgsFunction:     cobra.NoFileCompletions,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	o := &UninstallOptions{clusterOptions: clusterOptions{IOStreams: streams}}
+	cmd := o.newCommand(uninstallText, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run,
+		2*time.Minute, "With --force, how long to wait for the workloads to be gone before giving up (nothing else is deleted then).")
 	cmd.Flags().BoolVar(&o.KeepCRDs, "keep-crds", false, "Remove only the agent; keep the CRDs and every TApp, UnitedDeployment and Canary.")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Delete the CRDs even though workloads exist: first deletes every UnitedDeployment, Canary and TApp (and what they own, except canary Deployments, which the agent keeps) and waits until they are gone, while the agent still runs.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "With --force, how long to wait for the workloads to be gone before giving up (nothing else is deleted then).")
-	cmdutil.AddDryRunFlag(cmd)
 	return cmd
 }
 
 // Complete checks the arguments and resolves the dry-run mode and the client.
 func (o *UninstallOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("uninstall takes no arguments, got %v", args)
-	}
-	if o.KeepCRDs && o.Force {
-		return fmt.Errorf("--force deletes the CRDs and --keep-crds keeps them: choose one")
-	}
-	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %v", o.Timeout)
-	}
-	var err error
-	if o.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.complete(f, cmd, args, "uninstall", func() error {
+		if o.KeepCRDs && o.Force {
+			return fmt.Errorf("--force deletes the CRDs and --keep-crds keeps them: choose one")
+		}
+		return nil
+	}, true)
 }
 
 // Run deletes the manifests in the reverse order of install.
@@ -155,38 +134,19 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if !o.KeepCRDs {
 		order = append(order, crds...)
 	}
-	opts := metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}
-	suffix := ""
-	switch o.DryRun {
-	case cmdutil.DryRunClient:
-		suffix = " (dry run)"
-	case cmdutil.DryRunServer:
-		suffix = " (server dry run)"
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
 	for _, i := range order {
 		obj := objs[i]
-		r, err := resourceOf(obj)
+		ri, err := o.resourceFor(obj)
 		if err != nil {
 			return err
 		}
 		name := displayName(obj)
-		if o.DryRun == cmdutil.DryRunClient {
-			fmt.Fprintf(o.Out, "%s deleted%s\n", name, suffix)
-			continue
+		found, err := o.delete(ctx, ri, name, obj.GetName())
+		if err != nil {
+			return err
 		}
-		var ri dynamic.ResourceInterface = o.Client.Resource(r.gvr)
-		if r.namespaced {
-			ri = o.Client.Resource(r.gvr).Namespace(obj.GetNamespace())
-		}
-		err = ri.Delete(ctx, obj.GetName(), opts)
-		switch {
-		case apierrors.IsNotFound(err):
+		if !found {
 			fmt.Fprintf(o.Out, "%s not found\n", name)
-		case err != nil:
-			return fmt.Errorf("deleting %s: %w", name, err)
-		default:
-			fmt.Fprintf(o.Out, "%s deleted%s\n", name, suffix)
 		}
 	}
 	return nil
@@ -227,15 +187,6 @@ var deleteOrder = []workload.Kind{workload.UnitedDeployment, workload.Canary, wo
 // garbage collector. On timeout it fails, naming what is left, and the caller deletes nothing
 // more.
 func (o *UninstallOptions) deleteWorkloads(ctx context.Context, agent *unstructured.Unstructured) error {
-	suffix := ""
-	opts := metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}
-	switch o.DryRun {
-	case cmdutil.DryRunClient:
-		suffix = " (dry run)"
-	case cmdutil.DryRunServer:
-		suffix = " (server dry run)"
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
 	n := 0
 	for _, k := range deleteOrder {
 		items, err := o.listAll(ctx, k)
@@ -252,18 +203,12 @@ func (o *UninstallOptions) deleteWorkloads(ctx context.Context, agent *unstructu
 				fmt.Fprintf(o.Out, "%s is being deleted\n", name)
 				continue
 			}
-			if o.DryRun == cmdutil.DryRunClient {
-				fmt.Fprintf(o.Out, "%s deleted%s\n", name, suffix)
-				continue
+			found, err := o.delete(ctx, o.Client.Resource(k.Resource).Namespace(item.GetNamespace()), name, item.GetName())
+			if err != nil {
+				return err
 			}
-			err := o.Client.Resource(k.Resource).Namespace(item.GetNamespace()).Delete(ctx, item.GetName(), opts)
-			switch {
-			case apierrors.IsNotFound(err):
+			if !found {
 				n--
-			case err != nil:
-				return fmt.Errorf("deleting %s: %w", name, err)
-			default:
-				fmt.Fprintf(o.Out, "%s deleted%s\n", name, suffix)
 			}
 		}
 	}
@@ -347,11 +292,11 @@ func (o *UninstallOptions) agentState(ctx context.Context, agent *unstructured.U
 		return "is the workload-agent running?"
 	}
 	where := fmt.Sprintf("kubectl get deployment %s -n %s", agent.GetName(), agent.GetNamespace())
-	r, err := resourceOf(agent)
+	ri, err := o.resourceFor(agent)
 	if err != nil {
 		return where
 	}
-	d, err := o.Client.Resource(r.gvr).Namespace(agent.GetNamespace()).Get(ctx, agent.GetName(), metav1.GetOptions{})
+	d, err := ri.Get(ctx, agent.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return where + ": not found, so the agent runs elsewhere or not at all"
@@ -361,5 +306,3 @@ func (o *UninstallOptions) agentState(ctx context.Context, agent *unstructured.U
 	available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas")
 	return fmt.Sprintf("%s: %d available", where, available)
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -91,13 +91,7 @@ func TestKillAndStartInstance(t *testing.T) {
 
 func storedStatuses(t *testing.T, res cmdtest.Result) map[string]v1alpha1.InstanceDesiredStatus {
 	t.Helper()
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, workload.TApp.Resource, "web")
 	tapp, err := workload.AsTApp(obj)
 	if err != nil {
 		t.Fatal(err)

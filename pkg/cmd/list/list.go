@@ -24,19 +24,23 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-var (
-	listLong = templates.LongDesc(`
+// listText is what the `list` command shows.
+var listText = verb.Text{
+	Use:   "list [-A] [-l SELECTOR] [-o wide|json|yaml|name]",
+	Short: "List every TApp, UnitedDeployment and Canary with its rollout status",
+	Long: templates.LongDesc(`
 		List every TApp, UnitedDeployment and Canary of the namespace (or, with -A, of every
 		namespace) in one table: desired, ready and updated pods, the rollout's status and age.
 		-o wide adds what the rollout is doing or waiting for.
 
 		For a Canary, READY counts available pods across the stable and the canary Deployment
-		and UPDATED the canary Deployment's replicas; STATUS is its phase.`)
+		and UPDATED the canary Deployment's replicas; STATUS is its phase.`),
 
-	listExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Every workload of the current namespace
 		kubectl workload list
 
@@ -44,8 +48,8 @@ var (
 		kubectl workload list -A -o wide
 
 		# The names of the workloads labelled team=payments, for scripting
-		kubectl workload list -l team=payments -o name`)
-)
+		kubectl workload list -l team=payments -o name`),
+}
 
 // now is the clock ages are measured with (tests fix it).
 var now = time.Now
@@ -68,19 +72,8 @@ type Options struct {
 // NewCmdList returns the `list` command.
 func NewCmdList(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams, PrintFlags: genericclioptions.NewPrintFlags("")}
-	cmd := &cobra.Command{
-		Use:                   "list [-A] [-l SELECTOR] [-o wide|json|yaml|name]",
-		DisableFlagsInUseLine: true,
-		Aliases:               []string{"ls"},
-		Short:                 "List every TApp, UnitedDeployment and Canary with its rollout status",
-		Long:                  listLong,
-		Example:               listExample,
-		ValidArgsFunction:     cobra.NoFileCompletions,
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(listText, nil, func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
+	cmd.Aliases = []string{"ls"}
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "Output format. One of: (wide, " + strings.Join(o.PrintFlags.AllowedFormats(), ", ") + ")."
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the workloads of every namespace.")

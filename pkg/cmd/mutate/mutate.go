@@ -8,7 +8,6 @@ package mutate
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -33,18 +33,8 @@ type Verb struct {
 // kubectl's commands do. It has the --dry-run flag, and completes TYPE/NAME (or TYPE NAME) with
 // the verb's kinds and then their names in the namespace (completion.WorkloadNames).
 func NewCommand(f cmdutil.Factory, v Verb, complete func(cmd *cobra.Command, args []string) error, run func(ctx context.Context) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   v.Use,
-		DisableFlagsInUseLine: true,
-		Short:                 v.Short,
-		Long:                  v.Long,
-		Example:               v.Example,
-		ValidArgsFunction:     completion.WorkloadNames(f, v.Kinds...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(complete(cmd, args))
-			cmdutil.CheckErr(run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(verb.Text{Use: v.Use, Short: v.Short, Long: v.Long, Example: v.Example},
+		completion.WorkloadNames(f, v.Kinds...), complete, run)
 	cmdutil.AddDryRunFlag(cmd)
 	resolve.AddFilenameFlag(cmd)
 	return cmd
@@ -59,38 +49,23 @@ type Target struct {
 }
 
 // RestFunc takes the arguments after TYPE/NAME (or TYPE NAME); an error refuses them.
-type RestFunc func(ref workload.Ref, rest []string) error
+type RestFunc = resolve.RestFunc
 
 // NoArgs is the RestFunc of a verb that takes nothing after the object.
-func NoArgs(ref workload.Ref, rest []string) error {
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
-	}
-	return nil
-}
+func NoArgs(ref workload.Ref, rest []string) error { return resolve.NoArgs(ref, rest) }
 
 // Complete resolves, in this order (the order of the errors a person sees): the object and its
 // namespace, from args as TYPE/NAME or TYPE NAME, or from -f FILE, of one of the allowed kinds
 // (resolve.Target); the arguments after it, given to
 // rest (nil: NoArgs); the --dry-run mode; and the dynamic client.
 func (t *Target) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string, rest RestFunc, allowed ...workload.Kind) error {
-	target, more, err := resolve.Target(f, cmd, args, allowed...)
-	if err != nil {
+	var o resolve.Object
+	err := o.Complete(f, cmd, args, rest, func(workload.Ref) error {
+		var err error
+		t.DryRun, err = cmdutil.GetDryRunStrategy(cmd)
 		return err
-	}
-	ref := target.Ref
-	if rest == nil {
-		rest = NoArgs
-	}
-	if err := rest(ref, more); err != nil {
-		return err
-	}
-	t.Ref = ref
-	if t.DryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
-		return err
-	}
-	t.Namespace = target.Namespace
-	t.Client, err = f.DynamicClient()
+	}, allowed...)
+	t.Ref, t.Namespace, t.Client = o.Ref, o.Namespace, o.Client
 	return err
 }
 

@@ -73,13 +73,7 @@ func TestPauseAndResume(t *testing.T) {
 // The switch is really flipped in the stored object, and nothing else in it changes.
 func TestPauseChangesOnlyTheSwitch(t *testing.T) {
 	res := cmdtest.Run(t, NewCmdPause, objects(false), "tapp/web")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(v1alpha1.SchemeGroupVersion.WithResource("tapps")).Namespace(cmdtest.Namespace).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, v1alpha1.SchemeGroupVersion.WithResource("tapps"), "web")
 	var got v1alpha1.TApp
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
 		t.Fatal(err)

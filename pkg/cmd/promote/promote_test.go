@@ -121,13 +121,7 @@ func TestPromote(t *testing.T) {
 // The stored objects really change, and only in the promoted field.
 func TestPromoteStored(t *testing.T) {
 	res := cmdtest.Run(t, NewCmdPromote, objects(canary(0, 1, v1alpha1.BatchPaused, v1alpha1.CanaryPaused)), "canary/checkout")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(workload.Canary.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "checkout", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, workload.Canary.Resource, "checkout")
 	got, err := workload.AsCanary(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +132,7 @@ func TestPromoteStored(t *testing.T) {
 	}
 
 	res = cmdtest.Run(t, NewCmdPromote, objects(canary(0, 1, v1alpha1.BatchPaused, v1alpha1.CanaryPaused)), "ud/orders", "--subset", "zone-b")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err = res.Client.Resource(workload.UnitedDeployment.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "orders", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj = res.Stored(t, workload.UnitedDeployment.Resource, "orders")
 	u, err := workload.AsUnitedDeployment(obj)
 	if err != nil {
 		t.Fatal(err)

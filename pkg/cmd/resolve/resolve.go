@@ -4,10 +4,14 @@
 package resolve
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
@@ -35,14 +39,64 @@ func Target(g genericclioptions.RESTClientGetter, cmd *cobra.Command, args []str
 }
 
 // Only resolves the workload like Target, for a command that takes no other argument: anything
-// left after the object is refused.
+// left after the object is refused (NoArgs).
 func Only(g genericclioptions.RESTClientGetter, cmd *cobra.Command, args []string, allowed ...workload.Kind) (workload.Target, error) {
 	target, rest, err := Target(g, cmd, args, allowed...)
 	if err != nil {
 		return workload.Target{}, err
 	}
-	if len(rest) > 0 {
-		return workload.Target{}, fmt.Errorf("unexpected arguments after %s: %v", target.Ref, rest)
+	if err := NoArgs(target.Ref, rest); err != nil {
+		return workload.Target{}, err
 	}
 	return target, nil
+}
+
+// RestFunc takes the arguments after TYPE/NAME (or TYPE NAME); an error refuses them.
+type RestFunc func(ref workload.Ref, rest []string) error
+
+// NoArgs is the RestFunc of a verb that takes nothing after the object.
+func NoArgs(ref workload.Ref, rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments after %s: %v", ref, rest)
+	}
+	return nil
+}
+
+// Object is the one workload a verb shows (get, status, history) or changes (mutate.Target),
+// and the client it is read with.
+type Object struct {
+	Ref       workload.Ref
+	Namespace string
+	Client    dynamic.Interface
+}
+
+// Complete resolves, in this order (the order of the errors a person sees): the object and its
+// namespace, from args as TYPE/NAME or TYPE NAME, or from -f FILE, of one of the allowed kinds
+// (Target); the arguments after it, given to rest (nil: NoArgs); check, the verb's own flags,
+// which may name the object (nil: none); and the dynamic client.
+func (o *Object) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string, rest RestFunc, check func(ref workload.Ref) error, allowed ...workload.Kind) error {
+	target, more, err := Target(f, cmd, args, allowed...)
+	if err != nil {
+		return err
+	}
+	if rest == nil {
+		rest = NoArgs
+	}
+	if err := rest(target.Ref, more); err != nil {
+		return err
+	}
+	o.Ref = target.Ref
+	if check != nil {
+		if err := check(o.Ref); err != nil {
+			return err
+		}
+	}
+	o.Namespace = target.Namespace
+	o.Client, err = f.DynamicClient()
+	return err
+}
+
+// Get reads the object; a missing one is a one-line error naming it.
+func (o *Object) Get(ctx context.Context) (*unstructured.Unstructured, error) {
+	return workload.Get(ctx, o.Client, o.Namespace, o.Ref)
 }

@@ -128,13 +128,7 @@ func TestSetWithoutSubcommandShowsHelp(t *testing.T) {
 // history).
 func TestSetImageStoredTApp(t *testing.T) {
 	res := cmdtest.Run(t, NewCmdSet, objects(), "image", "tapp/web", "log=fluent:2")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, workload.TApp.Resource, "web")
 	got, err := workload.AsTApp(obj)
 	if err != nil {
 		t.Fatal(err)

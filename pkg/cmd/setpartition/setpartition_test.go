@@ -113,13 +113,7 @@ func TestSetPartition(t *testing.T) {
 // The stored partitions are really changed, and the others kept.
 func TestStoredPartitions(t *testing.T) {
 	res := cmdtest.Run(t, NewCmdSetPartition, objects(), "ud/orders", "zone-b=2")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(workload.UnitedDeployment.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "orders", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, workload.UnitedDeployment.Resource, "orders")
 	u, err := workload.AsUnitedDeployment(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +123,7 @@ func TestStoredPartitions(t *testing.T) {
 	}
 
 	res = cmdtest.Run(t, NewCmdSetPartition, objects(), "sts/db", "2")
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err = res.Client.Resource(workload.StatefulSet.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), "db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj = res.Stored(t, workload.StatefulSet.Resource, "db")
 	s, err := workload.AsStatefulSet(obj)
 	if err != nil {
 		t.Fatal(err)

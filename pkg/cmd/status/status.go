@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -41,8 +41,11 @@ const (
 	ExitNotDone = 3
 )
 
-var (
-	statusLong = templates.LongDesc(`
+// statusText is what the `status` command shows.
+var statusText = verb.Text{
+	Use:   "status TYPE/NAME [-w] [--timeout=DURATION] [--success-on-pause]",
+	Short: "Show a rollout's progress; -w follows it until done",
+	Long: templates.LongDesc(`
 		Show where a workload's rollout stands: a summary line, then one line per batch (Canary),
 		per subset (UnitedDeployment) or per group of instances (TApp).
 
@@ -65,9 +68,9 @@ var (
 		* 2: --timeout passed first
 		* 3: without --watch, the rollout is still progressing, or paused
 
-		Works on tapp, ud (UnitedDeployment), canary, deploy (Deployment) and sts (StatefulSet).`)
+		Works on tapp, ud (UnitedDeployment), canary, deploy (Deployment) and sts (StatefulSet).`),
 
-	statusExample = templates.Examples(`
+	Example: templates.Examples(`
 		# Show where a canary release stands
 		kubectl workload status canary/checkout
 
@@ -75,8 +78,8 @@ var (
 		kubectl workload status ud/orders -w
 
 		# In a pipeline: wait at most 10 minutes, succeed when the release reaches a manual gate
-		kubectl workload status canary/checkout -w --timeout=10m --success-on-pause`)
-)
+		kubectl workload status canary/checkout -w --timeout=10m --success-on-pause`),
+}
 
 // Options holds what status needs.
 type Options struct {
@@ -84,11 +87,9 @@ type Options struct {
 	Timeout        time.Duration
 	SuccessOnPause bool
 
-	Ref       workload.Ref
-	Namespace string
-	Client    dynamic.Interface
-	Viewer    workload.StatusViewer
-	Display   Display
+	resolve.Object
+	Viewer  workload.StatusViewer
+	Display Display
 
 	// held says which Canary releases the Deployment, "" for none.
 	held string
@@ -99,18 +100,7 @@ type Options struct {
 // NewCmdStatus returns the `status` command.
 func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "status TYPE/NAME [-w] [--timeout=DURATION] [--success-on-pause]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Show a rollout's progress; -w follows it until done",
-		Long:                  statusLong,
-		Example:               statusExample,
-		ValidArgsFunction:     completion.WorkloadNames(f, workload.Viewable...),
-		Run: func(cmd *cobra.Command, args []string) {
-			cmdutil.CheckErr(o.Complete(f, cmd, args))
-			cmdutil.CheckErr(o.Run(cmd.Context()))
-		},
-	}
+	cmd := verb.NewCommand(statusText, completion.WorkloadNames(f, workload.Viewable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Follow the rollout with a watch until it is complete (or degraded, or paused with --success-on-pause).")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --watch, how long to wait before giving up with exit code 2 (for example 30s, 10m). 0 waits forever.")
 	cmd.Flags().BoolVar(&o.SuccessOnPause, "success-on-pause", false, "Treat a paused rollout (waiting for promote, a resume or a lower partition) as success: exit 0.")
@@ -120,25 +110,20 @@ func NewCmdStatus(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 
 // Complete resolves the object, the namespace, the client and how the output is displayed.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	target, err := resolve.Only(f, cmd, args, workload.Viewable...)
-	if err != nil {
-		return err
-	}
-	ref := target.Ref
-	if o.Timeout < 0 {
-		return fmt.Errorf("--timeout must not be negative, got %v", o.Timeout)
-	}
-	if o.Timeout > 0 && !o.Watch {
-		return fmt.Errorf("--timeout applies to --watch: add -w to wait for %s", ref)
-	}
-	o.Ref = ref
-	if o.Viewer, err = workload.StatusViewerFor(ref.Kind); err != nil {
-		return err
-	}
-	o.Namespace = target.Namespace
-	o.Display = DetectDisplay(o.Out, os.Getenv)
-	o.Client, err = f.DynamicClient()
-	return err
+	return o.Object.Complete(f, cmd, args, nil, func(ref workload.Ref) error {
+		if o.Timeout < 0 {
+			return fmt.Errorf("--timeout must not be negative, got %v", o.Timeout)
+		}
+		if o.Timeout > 0 && !o.Watch {
+			return fmt.Errorf("--timeout applies to --watch: add -w to wait for %s", ref)
+		}
+		var err error
+		if o.Viewer, err = workload.StatusViewerFor(ref.Kind); err != nil {
+			return err
+		}
+		o.Display = DetectDisplay(o.Out, os.Getenv)
+		return nil
+	}, workload.Viewable...)
 }
 
 // Run reads the object once and, with --watch, follows it until the rollout is settled.
@@ -146,7 +131,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := workload.Get(ctx, o.Client, o.Namespace, o.Ref)
+	obj, err := o.Get(ctx)
 	if err != nil {
 		return err
 	}

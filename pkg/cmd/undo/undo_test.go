@@ -57,13 +57,7 @@ func TestUndo(t *testing.T) {
 
 func storedTemplate(t *testing.T, res cmdtest.Result, k workload.Kind, name string, path ...string) (corev1.PodTemplateSpec, map[string]string) {
 	t.Helper()
-	if res.Code != 0 {
-		t.Fatalf("exit %d: %s", res.Code, res.Fatal)
-	}
-	obj, err := res.Client.Resource(k.Resource).Namespace(cmdtest.Namespace).Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := res.Stored(t, k.Resource, name)
 	tpl, err := workload.PodTemplateAt(obj, path)
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestProcessNextForgetsSuccessAndRequeuesErrors(t *testing.T) {
 	q.Queue.Add("good")
 	q.Queue.Add("bad")
 	for range 2 {
-		if !q.ProcessNext(context.Background()) {
+		if !processNextOrFail(t, &q) {
 			t.Fatal("queue shut down")
 		}
 	}
@@ -54,7 +54,7 @@ func TestLaggingErrorsAreRequeuedToo(t *testing.T) {
 	q := Queue[string]{Name: "worker-test-lag", Queue: newQueue(), Sync: func(context.Context, string) error { return conflict }}
 	defer q.Queue.ShutDown()
 	q.Queue.Add("web")
-	q.ProcessNext(context.Background())
+	processNextOrFail(t, &q)
 	if n := q.Queue.NumRequeues("web"); n != 1 {
 		t.Errorf("a conflict was requeued %d times, want 1", n)
 	}
@@ -86,6 +86,20 @@ func TestRunStopsWhenTheContextEnds(t *testing.T) {
 	if !q.Queue.ShuttingDown() {
 		t.Error("queue not shut down after Run returned")
 	}
+}
+
+// processNextOrFail runs q.ProcessNext, failing the test, instead of hanging it, when it does not
+// return in time (a key lost by the queue would block it in Get).
+func processNextOrFail(t *testing.T, q *Queue[string]) bool {
+	t.Helper()
+	var more bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		more = q.ProcessNext(context.Background())
+	}()
+	waitOrFail(t, done, "ProcessNext to return")
+	return more
 }
 
 // waitOrFail fails the test, instead of hanging it, when ch is not closed in time.
