@@ -4,6 +4,7 @@ package set
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,7 +105,16 @@ func (o *ImageOptions) Run(ctx context.Context) error {
 	if err := workload.RefuseHeldDeployment(ctx, o.Client, o.Namespace, o.Ref, "set image on"); err != nil {
 		return err
 	}
+	// A StatefulSet a Canary releases in place keeps its pods: the line says who releases them.
+	var holder *workload.Holder
+	if o.Ref.Kind.Name == workload.StatefulSet.Name {
+		holder, _ = workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref.Kind.Name, o.Ref.Name)
+	}
 	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
-		return workload.SetImage(o.Ref, obj, o.Template, o.Args)
+		ch, err := workload.SetImage(o.Ref, obj, o.Template, o.Args)
+		if err == nil && holder != nil && ch.Patch != nil {
+			ch.Line += fmt.Sprintf("; canary/%s releases it through its steps (kubectl workload status canary/%s -w)", holder.Canary, holder.Canary)
+		}
+		return ch, err
 	})
 }
