@@ -187,7 +187,7 @@ func findCondition(c *v1alpha1.Canary, t string) *metav1.Condition {
 func TestStatefulSetTargetReleases(t *testing.T) {
 	e := setupTarget(t, true)
 	e.createTargetCanary([]v1alpha1.AnalysisCheck{jobCheck("example.com/smoke:job-succeed")},
-		step(intstr.FromInt32(1), pauseFor(2*time.Second)),
+		step(intstr.FromInt32(1), pauseFor(10*time.Second)), // long enough to look at step 1 under load
 		step(intstr.FromString("50%"), nil, "smoke"),
 		step(intstr.FromInt32(stsReplicas), nil))
 
@@ -336,7 +336,7 @@ func mustJSON(t *testing.T, v any) string {
 func TestStatefulSetTargetAgentKilledMidRelease(t *testing.T) {
 	e := setupTarget(t, true)
 	e.createTargetCanary(nil,
-		step(intstr.FromInt32(1), pauseFor(3*time.Second)),
+		step(intstr.FromInt32(1), pauseFor(15*time.Second)), // the kill comes within it
 		step(intstr.FromInt32(2), pauseFor(time.Second)))
 	e.waitTarget(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
 	e.setImage("example.com/ledger:v2")

@@ -745,7 +745,7 @@ spec:
   replicas: 2
   targetRef: {kind: StatefulSet, name: ledger}
   steps:
-  - {replicas: 1}
+  - {replicas: 1, pause: {}}
 `
 
 // canaryTargetScenario: a Canary holds a StatefulSet (partition patches through its named
@@ -777,7 +777,7 @@ func (e *env) canaryTargetScenario(t *testing.T) {
 		[]byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.27"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	partition(1) // step 1
+	partition(1) // step 1, waiting for a promote: it stays there until the abort
 	e.patch(t, workload.Canary, ns, "ledger", types.MergePatchType, `{"spec":{"rollback":true}}`)
 	e.waitEvent(t, ns, "ledger", v1alpha1.EventTemplateRestored)
 	if err := canaries.Delete(e.ctx, "ledger", metav1.DeleteOptions{}); err != nil {
