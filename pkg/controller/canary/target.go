@@ -3,7 +3,6 @@ package canary
 import (
 	"context"
 	"fmt"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -194,8 +193,8 @@ func (r *reconciler) reconcileTarget() {
 		if r.phase == "" {
 			r.phase = v1alpha1.CanaryProgressing
 		}
+		// Its status write, when it catches up, is an event of the named watch: no polling.
 		r.message = fmt.Sprintf("waiting for the StatefulSet controller to observe generation %d of %q", sts.Generation, ref.Name)
-		r.requeueAfter = time.Second
 		return
 	}
 	r.targetRetry()
@@ -439,12 +438,7 @@ func (r *reconciler) targetStepDone(k int32) bool {
 		sts.Status.ReadyReplicas >= stsReplicas(sts)
 }
 
-func stsReplicas(s *appsv1.StatefulSet) int32 {
-	if s.Spec.Replicas == nil {
-		return 1
-	}
-	return *s.Spec.Replicas
-}
+func stsReplicas(s *appsv1.StatefulSet) int32 { return v1alpha1.ReplicasOrDefault(s.Spec.Replicas) }
 
 func stsPartition(s *appsv1.StatefulSet) int32 {
 	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {

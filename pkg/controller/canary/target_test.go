@@ -56,8 +56,6 @@ func planTarget(cn *v1alpha1.Canary, sts *appsv1.StatefulSet, holder string) *re
 	return computePlan(&observed{canary: cn, target: sts, targetHolder: holder}, metav1.NewTime(start))
 }
 
-func targetWritesOf(r *reconciler) []targetWrite { return r.targetWrites }
-
 // sync runs one plan and carries its status forward, as the status write would.
 func syncTarget(t *testing.T, cn *v1alpha1.Canary, sts *appsv1.StatefulSet) *reconciler {
 	t.Helper()
@@ -69,7 +67,7 @@ func syncTarget(t *testing.T, cn *v1alpha1.Canary, sts *appsv1.StatefulSet) *rec
 func TestTargetIdleIsHeldAtReplicas(t *testing.T) {
 	cn := targetCanary()
 	r := syncTarget(t, cn, ledger(0, 4, "v1", "v1"))
-	if w := targetWritesOf(r); len(w) != 1 || w[0].kind != setPartition || w[0].partition != 4 {
+	if w := r.targetWrites; len(w) != 1 || w[0].kind != setPartition || w[0].partition != 4 {
 		t.Fatalf("writes %+v, want the partition set to 4", w)
 	}
 	if cn.Status.Phase != v1alpha1.CanaryCompleted || r.reason != v1alpha1.ReasonHolding || cn.Status.Target.Partition != 4 {

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -100,11 +101,7 @@ func (e *targetEnv) checkUnavailable(pods map[types.UID]*corev1.Pod) []string {
 
 func (e *targetEnv) statefulSet() *appsv1.StatefulSet {
 	e.T.Helper()
-	s, err := e.Kube.AppsV1().StatefulSets(e.NS).Get(e.Ctx, stsName, metav1.GetOptions{})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return s
+	return e2eenv.Get(e.T, e.Ctx, e.Kube.AppsV1().StatefulSets(e.NS), stsName)
 }
 
 func (e *targetEnv) waitStatefulSet(what string, cond func(*appsv1.StatefulSet) bool) {
@@ -168,18 +165,9 @@ func (e *targetEnv) createTargetCanary(checks []v1alpha1.AnalysisCheck, steps ..
 func (e *targetEnv) waitTarget(phase v1alpha1.CanaryPhase, reason string) *v1alpha1.Canary {
 	e.T.Helper()
 	return e.waitCanary(fmt.Sprintf("phase %s (%s)", phase, reason), func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
-		p := findCondition(c, v1alpha1.ConditionProgressing)
+		p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
 		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == phase && p != nil && p.Reason == reason
 	})
-}
-
-func findCondition(c *v1alpha1.Canary, t string) *metav1.Condition {
-	for i := range c.Status.Conditions {
-		if c.Status.Conditions[i].Type == t {
-			return &c.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // A release in 3 steps with a timed pause and a passing Job check completes; the next, whose
@@ -272,7 +260,7 @@ func TestStatefulSetTargetRefusals(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			d := findCondition(c, v1alpha1.ConditionDegraded)
+			d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
 			return c.Status.Phase == v1alpha1.CanaryDegraded && d != nil && d.Reason == reason, describe(c)
 		})
 	}
