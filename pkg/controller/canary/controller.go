@@ -53,8 +53,8 @@ type Controller struct {
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
 	deployments      Deployments
-	statefulSets     StatefulSets    // the StatefulSets Canaries target (target.go)
-	traffic          *trafficClients // nil without the Gateway API (routes.go)
+	targets          map[string]targetKind // the workloads Canaries target, by kind (target.go)
+	traffic          *trafficClients       // nil without the Gateway API (routes.go)
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock
 
@@ -132,12 +132,8 @@ func (c *Controller) WatchNamed(kube kubernetes.Interface) {
 	w.SetHandler(c.deploymentHandler())
 	c.deployments, c.deploymentLister = w, w.Lister()
 	s := newWatchedStatefulSets(kube)
-	s.SetHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.handleStatefulSet,
-		UpdateFunc: func(_, obj interface{}) { c.handleStatefulSet(obj) },
-		DeleteFunc: c.handleStatefulSet,
-	})
-	c.statefulSets = s
+	s.SetHandler(c.targetHandler(kindStatefulSet))
+	c.SetStatefulSetSource(s)
 }
 
 // deploymentHandler enqueues the Canaries of a Deployment on its events.
@@ -184,8 +180,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if w, ok := c.deployments.(*WatchedDeployments); ok {
 		go w.Run(ctx)
 	}
-	if s, ok := c.statefulSets.(*watchedStatefulSets); ok {
-		go s.Run(ctx)
+	for _, k := range c.targets {
+		go k.run(ctx)
 	}
 	c.Base.Run(ctx, workers, c.syncHandler)
 }

@@ -17,10 +17,12 @@ type observed struct {
 	canary *v1alpha1.Canary // a deep copy
 	// stable is the stable Deployment, nil when it does not exist.
 	stable *appsv1.Deployment
-	// target is spec.targetRef's StatefulSet, nil when there is none; targetHolder the name of
-	// another Canary that holds it ("" when none does).
-	target       *appsv1.StatefulSet
-	targetHolder string
+	// target is spec.targetRef's workload, nil when there is none; targetHolder the name of
+	// another Canary that holds it ("" when none does); targetKindMissing says the agent has no
+	// source for spec.targetRef's kind.
+	target            targetWorkload
+	targetHolder      string
+	targetKindMissing bool
 	// canaryDep is the Deployment named spec.canary.name, nil when it does not exist; it may be
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment

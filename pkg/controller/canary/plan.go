@@ -418,8 +418,8 @@ func (r *reconciler) batchDone(k int32) bool {
 
 // canaryAvailable is the number of available canary pods.
 func (r *reconciler) canaryAvailable() int32 {
-	if sts := r.obs.target; sts != nil {
-		return min(r.canaryReplicas(), sts.Status.AvailableReplicas)
+	if t := r.obs.target; t != nil {
+		return min(r.canaryReplicas(), t.state().available)
 	}
 	if r.canaryDep == nil || r.canaryNew {
 		return 0

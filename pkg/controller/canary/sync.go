@@ -28,9 +28,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.deployments.Release(key)
-		if c.statefulSets != nil {
-			c.statefulSets.Release(key)
-		}
+		c.forgetTarget(key)
 		c.forgetStatus(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil

@@ -4,76 +4,75 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
 )
 
-// A Canary with spec.targetRef releases a StatefulSet in place (DESIGN §2.5,
-// docs/canary-targets.md): between releases it holds the StatefulSet's partition at its
-// replicas, so that a new pod template updates no pod; when the template changes
-// (status.updateRevision differs from status.currentRevision) it runs the same steps, pauses,
-// analysis and deadline as a Deployment release, each step lowering the partition to
-// replicas − the step's pods. kube-controller-manager updates the pods, within the
-// StatefulSet's own maxUnavailable. An abort writes the stable revision's template back (from
-// its ControllerRevision, as kubectl rollout undo does), which returns the updated pods to it.
+// A Canary with spec.targetRef releases a workload in place (DESIGN §2.5,
+// docs/canary-targets.md): between releases it holds the workload's partition at its replicas,
+// so that a new pod template updates no pod; when the template changes (the update revision
+// differs from the current one) it runs the same steps, pauses, analysis and deadline as a
+// Deployment release, each step lowering the partition to replicas − the step's pods. The
+// workload's own controller updates the pods, within its maxUnavailable. An abort writes the
+// stable revision's template back (from the workload's revision history, as kubectl rollout
+// undo does), which returns the updated pods to it.
+//
+// This file is the step machine's side, the same for every kind; what differs per kind (where
+// the workload is read, how its partition and template are written) is a targetKind, one file
+// per kind (target_statefulset.go, ...).
 
-// StatefulSets is where the controller reads the StatefulSets Canaries target.
-type StatefulSets interface {
-	// Get returns a StatefulSet, or a NotFound error.
-	Get(namespace, name string) (*appsv1.StatefulSet, error)
-	// Reference records the StatefulSet names a Canary needs; it reports whether they are all
-	// listed.
-	Reference(canary cache.ObjectName, names ...string) bool
-	// Release forgets a Canary's names.
-	Release(canary cache.ObjectName)
+// targetState is a target workload as the step machine reads it, whatever its kind.
+type targetState struct {
+	// observed: the workload's controller has observed its latest spec, so the rest is current.
+	observed bool
+	// replicas is the workload's desired pod count; updated, available and ready count its pods.
+	replicas, updated, available, ready int32
+	// updateRevision is the revision of its current template; currentRevision the revision its
+	// pods ran when its last update finished (equal once every pod runs the update revision).
+	updateRevision, currentRevision string
+	// held is the number of pods its partition keeps on the current revision.
+	held int32
 }
 
-// listerStatefulSets serves a lister that holds every StatefulSet (a test's store).
-type listerStatefulSets struct{ lister appslisters.StatefulSetLister }
-
-// ListerStatefulSets is a StatefulSets source over a lister that holds every StatefulSet.
-func ListerStatefulSets(l appslisters.StatefulSetLister) StatefulSets { return listerStatefulSets{l} }
-
-func (s listerStatefulSets) Get(namespace, name string) (*appsv1.StatefulSet, error) {
-	return s.lister.StatefulSets(namespace).Get(name)
-}
-func (listerStatefulSets) Reference(cache.ObjectName, ...string) bool { return true }
-func (listerStatefulSets) Release(cache.ObjectName)                   {}
-
-// watchedStatefulSets watches each targeted StatefulSet by name, as WatchedDeployments does the
-// stable Deployments: the agent caches no StatefulSet that no Canary targets.
-type watchedStatefulSets struct{ *namedWatches }
-
-func newWatchedStatefulSets(kube kubernetes.Interface) *watchedStatefulSets {
-	return &watchedStatefulSets{newNamedWatches(kube, &appsv1.StatefulSet{}, func(namespace string) listWatchFuncs {
-		s := kube.AppsV1().StatefulSets(namespace)
-		return listWatchFuncs{
-			list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return s.List(ctx, o) },
-			watch: s.Watch,
-		}
-	})}
+// targetKind is one kind of workload a Canary releases in place.
+type targetKind interface {
+	// get returns the workload from the agent's cache; nil (and no error) when it does not exist.
+	get(namespace, name string) (targetWorkload, error)
+	// reference records the workload a Canary targets (name "" for none) and reports whether it
+	// is listed yet; forget drops a deleted Canary's reference.
+	reference(canary cache.ObjectName, name string) bool
+	forget(canary cache.ObjectName)
+	// releaseHold, as a Canary is deleted, lets its workload update its pods by itself again when
+	// no release is under way; mid-release it leaves the partition and says so with an Event.
+	releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error
+	// run starts what the kind watches by itself (nothing when it reads a shared informer).
+	run(ctx context.Context)
 }
 
-func (w *watchedStatefulSets) Get(namespace, name string) (*appsv1.StatefulSet, error) {
-	if obj, ok := w.get(namespace, name); ok {
-		return obj.(*appsv1.StatefulSet), nil
+// targetWorkload is one target workload as read by a sync.
+type targetWorkload interface {
+	metav1.Object
+	state() targetState
+	// unsupported says why a Canary cannot release the workload as it is configured ("" when
+	// it can), and what to change.
+	unsupported() string
+	// write makes one decided write of the workload; it returns what it did, for the Event.
+	write(ctx context.Context, c *Controller, cn *v1alpha1.Canary, w targetWrite) (string, error)
+}
+
+// SetTargetKind gives the controller the source of one targetRef kind (its named watch or
+// shared informer; a test's lister).
+func (c *Controller) SetTargetKind(kind string, k targetKind) {
+	if c.targets == nil {
+		c.targets = map[string]targetKind{}
 	}
-	return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name)
+	c.targets[kind] = k
 }
-
-// SetStatefulSetSource gives the controller the StatefulSets Canaries target (the agent's named
-// watches by default; a test's lister).
-func (c *Controller) SetStatefulSetSource(s StatefulSets) { c.statefulSets = s }
 
 // targetIndex indexes Canaries by the kind/namespace/name of their targetRef.
 const targetIndex = "canary.apps.workload.dev/targets"
@@ -88,15 +87,22 @@ func indexByTarget(obj interface{}) ([]string, error) {
 
 func targetKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
 
-// handleStatefulSet enqueues the Canaries that target a StatefulSet.
-func (c *Controller) handleStatefulSet(obj interface{}) {
-	o, err := expectations.ObjectFromDeleteEvent(obj)
-	if err != nil {
-		return
+// targetHandler enqueues the Canaries that target a workload of kind on its events.
+func (c *Controller) targetHandler(kind string) cache.ResourceEventHandler {
+	enqueue := func(obj interface{}) {
+		o, err := expectations.ObjectFromDeleteEvent(obj)
+		if err != nil {
+			return
+		}
+		canaries, _ := c.canaryIndexer.ByIndex(targetIndex, targetKey(kind, o.GetNamespace(), o.GetName()))
+		for _, cn := range canaries {
+			c.Enqueue(cn)
+		}
 	}
-	canaries, _ := c.canaryIndexer.ByIndex(targetIndex, targetKey("StatefulSet", o.GetNamespace(), o.GetName()))
-	for _, cn := range canaries {
-		c.Enqueue(cn)
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj interface{}) { enqueue(obj) },
+		DeleteFunc: enqueue,
 	}
 }
 
@@ -125,20 +131,19 @@ func (c *Controller) holder(cn *v1alpha1.Canary) string {
 	return first.Name
 }
 
-// observeTarget reads cn's target StatefulSet (nil when it does not exist) and who holds it.
+// observeTarget reads cn's target workload (nil when it does not exist) and who holds it.
 func (c *Controller) observeTarget(obs *observed) error {
 	cn := obs.canary
-	if c.statefulSets == nil {
-		return fmt.Errorf("the controller has no StatefulSet source")
+	kind, ok := c.targets[cn.Spec.TargetRef.Kind]
+	if !ok {
+		obs.targetKindMissing = true
+		return nil
 	}
-	sts, err := c.statefulSets.Get(cn.Namespace, cn.Spec.TargetRef.Name)
-	if apierrors.IsNotFound(err) {
-		sts, err = nil, nil
-	}
+	w, err := kind.get(cn.Namespace, cn.Spec.TargetRef.Name)
 	if err != nil {
 		return err
 	}
-	obs.target = sts
+	obs.target = w
 	obs.targetHolder = c.holder(cn)
 	return nil
 }
@@ -151,11 +156,12 @@ const (
 	restoreTemplate
 )
 
-// targetWrite is one decided write of the target StatefulSet.
+// targetWrite is one decided write of the target workload.
 type targetWrite struct {
 	kind      targetWriteKind
-	partition int32  // setPartition
-	revision  string // restoreTemplate: the ControllerRevision whose template is written back
+	partition int32  // setPartition: the pods kept on the current revision
+	step      int32  // setPartition: the step it is for (0 between releases)
+	revision  string // restoreTemplate: the revision whose template is written back
 	reason    string // restoreTemplate: why, for its Event
 }
 
@@ -168,41 +174,25 @@ func (r *reconciler) reconcileTarget() {
 		return
 	}
 	r.steps = steps
-	sts := r.obs.target
-	ref := cn.Spec.TargetRef
-	switch {
-	case sts == nil:
-		r.setDegraded(v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
-			"%s %q not found in namespace %q: nothing is changed until it exists", ref.Kind, ref.Name, cn.Namespace))
+	if r.refuseTarget() {
 		return
-	case r.obs.targetHolder != "":
-		r.setDegraded(v1alpha1.ReasonTargetHeld, fmt.Sprintf(
-			"%s %q is released by Canary %q already: one Canary per workload; delete this one or that one", ref.Kind, ref.Name, r.obs.targetHolder))
-		return
-	case sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
-		r.setDegraded(v1alpha1.ReasonTargetUnsupported, fmt.Sprintf(
-			"StatefulSet %q has updateStrategy OnDelete: a Canary releases it through the RollingUpdate partition; set updateStrategy.type to RollingUpdate", ref.Name))
-		return
-	case stsReplicas(sts) != cn.Spec.Replicas:
-		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
-			"spec.replicas is %d but StatefulSet %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
-			cn.Spec.Replicas, ref.Name, stsReplicas(sts), stsReplicas(sts)))
-		return
-	case sts.Status.ObservedGeneration < sts.Generation:
+	}
+	ts := r.obs.target.state()
+	if !ts.observed {
 		r.phase, r.reason = r.status.Phase, v1alpha1.ReasonBatchUpgrading
 		if r.phase == "" {
 			r.phase = v1alpha1.CanaryProgressing
 		}
-		// Its status write, when it catches up, is an event of the named watch: no polling.
-		r.message = fmt.Sprintf("waiting for the StatefulSet controller to observe generation %d of %q", sts.Generation, ref.Name)
+		// Its status write, when it catches up, is an event of its watch: no polling.
+		r.message = fmt.Sprintf("waiting for the %s controller to observe the latest spec of %q", cn.Spec.TargetRef.Kind, cn.Spec.TargetRef.Name)
 		return
 	}
 	r.targetRetry()
 	prev := r.status.Target
-	update, current := sts.Status.UpdateRevision, sts.Status.CurrentRevision
+	update, current := ts.updateRevision, ts.currentRevision
 	pending := update != current
-	// tail: the last step moved every pod to the revision being released, which the
-	// StatefulSet then made current: the release still finishes its last step (its bake).
+	// tail: the last step moved every pod to the revision being released, which the workload
+	// then made current: the release still finishes its last step (its bake).
 	tail := !pending && prev != nil && prev.UpdateRevision == update && prev.StableRevision != "" && prev.StableRevision != update
 	// The stable revision is the one the release started from: kept while it runs, and while
 	// it rolls back (when the restored template makes it the update revision again).
@@ -224,11 +214,38 @@ func (r *reconciler) reconcileTarget() {
 	}
 }
 
+// refuseTarget sets Degraded, and reports true, when the Canary cannot release its target:
+// nothing is written then.
+func (r *reconciler) refuseTarget() bool {
+	cn, ref, t := r.canary, r.canary.Spec.TargetRef, r.obs.target
+	switch {
+	case r.obs.targetKindMissing:
+		r.setDegraded(v1alpha1.ReasonTargetUnsupported, fmt.Sprintf(
+			"this agent does not release targets of kind %s (its controller for them is not running)", ref.Kind))
+	case t == nil:
+		r.setDegraded(v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
+			"%s %q not found in namespace %q: nothing is changed until it exists", ref.Kind, ref.Name, cn.Namespace))
+	case r.obs.targetHolder != "":
+		r.setDegraded(v1alpha1.ReasonTargetHeld, fmt.Sprintf(
+			"%s %q is released by Canary %q already: one Canary per workload; delete this one or that one", ref.Kind, ref.Name, r.obs.targetHolder))
+	case t.unsupported() != "":
+		r.setDegraded(v1alpha1.ReasonTargetUnsupported, t.unsupported())
+	case t.state().replicas != cn.Spec.Replicas:
+		n := t.state().replicas
+		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+			"spec.replicas is %d but %s %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
+			cn.Spec.Replicas, ref.Kind, ref.Name, n, n))
+	default:
+		return false
+	}
+	return true
+}
+
 // releaseTarget moves a release of the target's update revision forward through the steps.
 func (r *reconciler) releaseTarget(tail bool) {
-	sts := r.obs.target
+	ts := r.obs.target.state()
 	st := &r.status
-	if !tail && (st.Target == nil || st.Target.UpdateRevision != sts.Status.UpdateRevision) {
+	if !tail && (st.Target == nil || st.Target.UpdateRevision != ts.updateRevision) {
 		// A new revision to release (or one changed mid-release): from step 1, every pause
 		// waiting for a person again (the approvals were the last release's).
 		st.CurrentBatch, st.Batches, st.Analysis = 0, nil, nil
@@ -236,8 +253,8 @@ func (r *reconciler) releaseTarget(tail bool) {
 			r.resetApproval = r.canary.Spec.ApprovedBatch
 			r.canary.Spec.ApprovedBatch = 0
 		}
-		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "StatefulSet %q has a new revision %s: releasing it through the steps from revision %s",
-			sts.Name, sts.Status.UpdateRevision, sts.Status.CurrentRevision)
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "%s %q has a new revision %s: releasing it through the steps from revision %s",
+			r.canary.Spec.TargetRef.Kind, r.obs.target.GetName(), ts.updateRevision, ts.currentRevision)
 	}
 	r.progress()
 	if r.aborted() {
@@ -245,7 +262,7 @@ func (r *reconciler) releaseTarget(tail bool) {
 		return
 	}
 	if tail && r.completed() {
-		r.stableRev = sts.Status.UpdateRevision
+		r.stableRev = ts.updateRevision
 		r.movePartition(0, false) // hold for the next release
 	}
 }
@@ -254,74 +271,79 @@ func (r *reconciler) releaseTarget(tail bool) {
 // (spec.paused) the partition only rises.
 func (r *reconciler) movePartition(target int32, hold bool) {
 	want := max(0, r.canary.Spec.Replicas-target)
-	cur := stsPartition(r.obs.target)
+	cur := r.obs.target.state().held
 	if want == cur || (hold && want < cur) {
 		return
 	}
-	r.targetWrites = append(r.targetWrites, targetWrite{kind: setPartition, partition: want})
+	var step int32
+	if target > 0 {
+		step = r.status.CurrentBatch
+	}
+	r.targetWrites = append(r.targetWrites, targetWrite{kind: setPartition, partition: want, step: step})
 }
 
 // holdTarget keeps a target with nothing to release at partition = replicas, so that the next
 // template change updates no pod until its release starts, and reports the last release.
 func (r *reconciler) holdTarget() {
-	sts := r.obs.target
+	ts := r.obs.target.state()
 	st := &r.status
+	kind, name := r.canary.Spec.TargetRef.Kind, r.obs.target.GetName()
 	rolledBack := r.canary.Spec.Rollback || r.aborted()
-	settled := sts.Status.UpdatedReplicas >= stsReplicas(sts) && sts.Status.AvailableReplicas >= stsReplicas(sts) &&
-		sts.Status.UpdateRevision == sts.Status.CurrentRevision
+	settled := ts.updated >= ts.replicas && ts.available >= ts.replicas && ts.updateRevision == ts.currentRevision
 	if settled || !rolledBack {
 		r.movePartition(0, false)
 	}
 	switch {
 	case rolledBack && !settled:
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
-		r.message = fmt.Sprintf("rolling StatefulSet %q back to revision %s: %d of %d pods on it, %d available",
-			sts.Name, sts.Status.UpdateRevision, sts.Status.UpdatedReplicas, stsReplicas(sts), sts.Status.AvailableReplicas)
+		r.message = fmt.Sprintf("rolling %s %q back to revision %s: %d of %d pods on it, %d available",
+			kind, name, ts.updateRevision, ts.updated, ts.replicas, ts.available)
 	case rolledBack:
 		if st.Phase != v1alpha1.CanaryRolledBack {
-			r.event(corev1.EventTypeNormal, v1alpha1.EventRolledBack, "every pod of StatefulSet %q runs revision %s again", sts.Name, sts.Status.UpdateRevision)
+			r.event(corev1.EventTypeNormal, v1alpha1.EventRolledBack, "every pod of %s %q runs revision %s again", kind, name, ts.updateRevision)
 		}
 		r.phase, r.reason = v1alpha1.CanaryRolledBack, v1alpha1.ReasonRolledBack
-		r.message = fmt.Sprintf("rolled back: every pod of StatefulSet %q runs revision %s; held at partition %d", sts.Name, sts.Status.UpdateRevision, stsReplicas(sts))
+		r.message = fmt.Sprintf("rolled back: every pod of %s %q runs revision %s; held at partition %d", kind, name, ts.updateRevision, ts.replicas)
 	case st.CurrentBatch > 0 && len(r.steps) > 0:
-		// The release ran its steps and the StatefulSet made the update revision current.
+		// The release ran its steps and the workload made the update revision current.
 		n := int32(len(r.steps))
 		for i := range st.Batches {
 			st.Batches[i].State = v1alpha1.BatchCompleted
 		}
 		if st.Phase != v1alpha1.CanaryCompleted {
-			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d steps complete: every pod of StatefulSet %q runs revision %s", n, sts.Name, sts.Status.CurrentRevision)
+			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d steps complete: every pod of %s %q runs revision %s", n, kind, name, ts.currentRevision)
 		}
 		st.CurrentBatch = n
 		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonCompleted
-		r.message = fmt.Sprintf("all %d steps complete: %d of %d pods of StatefulSet %q available on revision %s; held at partition %d until the next template change",
-			n, sts.Status.AvailableReplicas, stsReplicas(sts), sts.Name, sts.Status.CurrentRevision, stsReplicas(sts))
+		r.message = fmt.Sprintf("all %d steps complete: %d of %d pods of %s %q available on revision %s; held at partition %d until the next template change",
+			n, ts.available, ts.replicas, kind, name, ts.currentRevision, ts.replicas)
 	default:
 		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding
-		r.message = fmt.Sprintf("holding StatefulSet %q at revision %s (partition %d): the next change of its pod template is released through the steps",
-			sts.Name, sts.Status.CurrentRevision, stsReplicas(sts))
+		r.message = fmt.Sprintf("holding %s %q at revision %s (partition %d): the next change of its pod template is released through the steps",
+			kind, name, ts.currentRevision, ts.replicas)
 	}
 }
 
 // rollbackTarget returns the target to the stable revision of the release: it writes that
-// revision's template back, then kube-controller-manager returns the updated pods to it within
-// the StatefulSet's maxUnavailable; once they all run it, the target is held again.
+// revision's template back, then the workload's controller returns the updated pods to it
+// within its maxUnavailable; once they all run it, the target is held again.
 func (r *reconciler) rollbackTarget() {
-	sts := r.obs.target
+	ts := r.obs.target.state()
+	kind, name := r.canary.Spec.TargetRef.Kind, r.obs.target.GetName()
 	stable := r.stableRev
 	reason := "spec.rollback is set"
 	if a := r.status.Abort; a != nil && r.aborted() {
 		reason = a.Reason
 	}
-	if sts.Status.UpdateRevision != stable {
+	if ts.updateRevision != stable {
 		if r.status.Phase != v1alpha1.CanaryRollingBack {
-			r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack, "rolling StatefulSet %q back from revision %s to %s (%s)",
-				sts.Name, sts.Status.UpdateRevision, stable, reason)
+			r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack, "rolling %s %q back from revision %s to %s (%s)",
+				kind, name, ts.updateRevision, stable, reason)
 		}
-		r.abortedRevision = sts.Status.UpdateRevision
+		r.abortedRevision = ts.updateRevision
 		r.targetWrites = append(r.targetWrites, targetWrite{kind: restoreTemplate, revision: stable, reason: reason})
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
-		r.message = fmt.Sprintf("rolling StatefulSet %q back to revision %s (%s): writing its template back", sts.Name, stable, reason)
+		r.message = fmt.Sprintf("rolling %s %q back to revision %s (%s): writing its template back", kind, name, stable, reason)
 		return
 	}
 	r.holdTarget()
@@ -339,32 +361,19 @@ func (r *reconciler) targetRetry() {
 		return
 	}
 	r.retried = true
-	if r.obs.target.Status.UpdateRevision != t.AbortedRevision {
+	if r.obs.target.state().updateRevision != t.AbortedRevision {
 		r.targetWrites = append(r.targetWrites, targetWrite{kind: restoreTemplate, revision: t.AbortedRevision, reason: "retry"})
 	}
 }
 
 // executeTarget makes the target writes of a plan, stopping at the first the API server refuses.
 func (c *Controller) executeTarget(ctx context.Context, r *reconciler) (*failure, error) {
-	sts := r.obs.target
 	for _, w := range r.targetWrites {
-		var err error
-		var done, doing string
-		switch w.kind {
-		case setPartition:
-			doing = fmt.Sprintf("setting the partition of StatefulSet %q to %d", sts.Name, w.partition)
-			patch := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":%d}}}}`, w.partition)
-			_, err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			done = fmt.Sprintf("set the partition of StatefulSet %q from %d to %d", sts.Name, stsPartition(sts), w.partition)
-		case restoreTemplate:
-			doing = fmt.Sprintf("writing the template of revision %s back to StatefulSet %q", w.revision, sts.Name)
-			err = c.restoreRevision(ctx, sts, w.revision)
-			done = fmt.Sprintf("wrote the template of revision %s back to StatefulSet %q (%s)", w.revision, sts.Name, w.reason)
-		}
+		done, err := r.obs.target.write(ctx, c, r.canary, w)
 		if err != nil {
-			f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: fmt.Sprintf("%s: %v", doing, err)}
+			f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: err.Error()}
 			c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
-			return f, fmt.Errorf("%s: %w", doing, err)
+			return f, err
 		}
 		reason := v1alpha1.EventPartitionSet
 		if w.kind == restoreTemplate {
@@ -375,34 +384,19 @@ func (c *Controller) executeTarget(ctx context.Context, r *reconciler) (*failure
 	return nil, nil
 }
 
-// restoreRevision writes the pod template a ControllerRevision of sts recorded back to sts. A
-// StatefulSet's revision data is a strategic merge patch that replaces spec.template (what
-// kubectl rollout undo applies), so it is applied as it is.
-func (c *Controller) restoreRevision(ctx context.Context, sts *appsv1.StatefulSet, name string) error {
-	rev, err := c.kubeClient.AppsV1().ControllerRevisions(sts.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
-	}
-	if !metav1.IsControlledBy(rev, sts) {
-		return fmt.Errorf("ControllerRevision %q does not belong to StatefulSet %q", name, sts.Name)
-	}
-	_, err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, rev.Data.Raw, metav1.PatchOptions{})
-	return err
-}
-
 // targetStatus fills the replica counts and status.target of a Canary with a target.
 func targetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
-	sts := r.obs.target
-	if sts == nil {
+	if r.obs.target == nil {
 		st.Target = nil
 		return
 	}
+	ts := r.obs.target.state()
 	t := &v1alpha1.CanaryTargetStatus{
 		StableRevision:    r.stableRev,
-		UpdateRevision:    sts.Status.UpdateRevision,
-		Partition:         stsPartition(sts),
-		UpdatedReplicas:   sts.Status.UpdatedReplicas,
-		AvailableReplicas: sts.Status.AvailableReplicas,
+		UpdateRevision:    ts.updateRevision,
+		Partition:         ts.held,
+		UpdatedReplicas:   ts.updated,
+		AvailableReplicas: ts.available,
 	}
 	if st.Target != nil {
 		t.AbortedRevision, t.AbortedRetries = st.Target.AbortedRevision, st.Target.AbortedRetries
@@ -421,42 +415,44 @@ func targetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
 	st.Target = t
 	updated := r.canaryReplicas()
 	st.CanaryReplicas = updated
-	st.StableReplicas = max(0, stsReplicas(sts)-updated)
-	st.CanaryAvailable = min(updated, sts.Status.AvailableReplicas)
-	st.StableAvailable = sts.Status.AvailableReplicas - st.CanaryAvailable
+	st.StableReplicas = max(0, ts.replicas-updated)
+	st.CanaryAvailable = min(updated, ts.available)
+	st.StableAvailable = ts.available - st.CanaryAvailable
 }
 
 // targetStepDone reports whether the target runs step k: the partition set for it, and its
 // pods all available with the step's pods on the update revision.
 func (r *reconciler) targetStepDone(k int32) bool {
-	sts := r.obs.target
+	ts := r.obs.target.state()
 	target := r.steps[k-1].canaryReplicas
-	return sts.Status.ObservedGeneration >= sts.Generation &&
-		stsPartition(sts) == max(0, r.canary.Spec.Replicas-target) &&
-		sts.Status.UpdatedReplicas >= target &&
-		sts.Status.AvailableReplicas >= stsReplicas(sts) &&
-		sts.Status.ReadyReplicas >= stsReplicas(sts)
+	return ts.observed &&
+		ts.held == max(0, r.canary.Spec.Replicas-target) &&
+		ts.updated >= target &&
+		ts.available >= ts.replicas &&
+		ts.ready >= ts.replicas
 }
 
-func stsReplicas(s *appsv1.StatefulSet) int32 { return v1alpha1.ReplicasOrDefault(s.Spec.Replicas) }
-
-func stsPartition(s *appsv1.StatefulSet) int32 {
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		return *ru.Partition
-	}
-	return 0
-}
-
-// referenceTarget records the StatefulSet a Canary targets (none without spec.targetRef); it
-// reports whether it is listed.
+// referenceTarget records the workload a Canary targets (none without spec.targetRef) with
+// every kind's source; it reports whether it is listed.
 func (c *Controller) referenceTarget(key cache.ObjectName, cn *v1alpha1.Canary) bool {
-	if c.statefulSets == nil {
-		return true
+	listed := true
+	for kind, k := range c.targets {
+		name := ""
+		if ref := cn.Spec.TargetRef; ref != nil && ref.Kind == kind {
+			name = ref.Name
+		}
+		if !k.reference(key, name) {
+			listed = false
+		}
 	}
-	if cn.Spec.TargetRef == nil {
-		return c.statefulSets.Reference(key)
+	return listed
+}
+
+// forgetTarget drops a deleted Canary's references.
+func (c *Controller) forgetTarget(key cache.ObjectName) {
+	for _, k := range c.targets {
+		k.forget(key)
 	}
-	return c.statefulSets.Reference(key, cn.Spec.TargetRef.Name)
 }
 
 // move sets the release's pods to target: the Deployments' replicas, or the target's partition.
@@ -471,19 +467,20 @@ func (r *reconciler) move(target int32, hold bool) {
 // canaryReplicas is the number of pods on the new template: the canary Deployment's replicas,
 // or the target's pods on its update revision.
 func (r *reconciler) canaryReplicas() int32 {
-	if sts := r.obs.target; sts != nil {
-		if sts.Status.UpdateRevision == r.stableRev {
+	if t := r.obs.target; t != nil {
+		ts := t.state()
+		if ts.updateRevision == r.stableRev {
 			return 0
 		}
-		return sts.Status.UpdatedReplicas
+		return ts.updated
 	}
 	return replicasOf(r.canaryDep)
 }
 
 // stableReplicas is the number of pods on the stable template.
 func (r *reconciler) stableReplicas() int32 {
-	if sts := r.obs.target; sts != nil {
-		return max(0, stsReplicas(sts)-r.canaryReplicas())
+	if t := r.obs.target; t != nil {
+		return max(0, t.state().replicas-r.canaryReplicas())
 	}
 	return replicasOf(r.stable)
 }
@@ -491,8 +488,8 @@ func (r *reconciler) stableReplicas() int32 {
 // stableLeft is the number of stable pods the release still waits to go once its last step is
 // complete (0 when none is left).
 func (r *reconciler) stableLeft() int32 {
-	if sts := r.obs.target; sts != nil {
-		if sts.Status.CurrentRevision == sts.Status.UpdateRevision {
+	if t := r.obs.target; t != nil {
+		if ts := t.state(); ts.currentRevision == ts.updateRevision {
 			return 0
 		}
 		return max(1, r.stableReplicas())
@@ -503,39 +500,18 @@ func (r *reconciler) stableLeft() int32 {
 	return max(podsOf(r.stable), 1)
 }
 
-// releaseHold, as a Canary with a target is deleted, sets the partition it held back to 0 when no
-// release is under way, so that the StatefulSet updates its pods by itself again; in the middle
-// of a release it leaves the partition where it is (lowering it would update the rest without
-// steps) and says so.
+// releaseHold, as a Canary with a target is deleted, lets the target go (targetKind.releaseHold)
+// unless another Canary holds it.
 func (c *Controller) releaseHold(ctx context.Context, cn *v1alpha1.Canary) error {
 	ref := cn.Spec.TargetRef
 	if ref == nil || c.holder(cn) != "" {
 		return nil
 	}
-	sts, err := c.kubeClient.AppsV1().StatefulSets(cn.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	kind, ok := c.targets[ref.Kind]
+	if !ok {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading StatefulSet %s: %w", ref.Name, err)
-	}
-	p := stsPartition(sts)
-	if p == 0 {
-		return nil
-	}
-	if sts.Status.UpdateRevision != sts.Status.CurrentRevision {
-		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
-			"Canary deleted mid-release: StatefulSet %q keeps partition %d (%d pods on revision %s); lower it to finish or restore its template to undo",
-			sts.Name, p, sts.Status.UpdatedReplicas, sts.Status.UpdateRevision)
-		return nil
-	}
-	patch := []byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
-	if _, err := c.kubeClient.AppsV1().StatefulSets(cn.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the partition of StatefulSet %s: %w", sts.Name, err)
-	}
-	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
-		"Canary deleted: StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", sts.Name, p)
-	return nil
+	return kind.releaseHold(ctx, c, cn)
 }
 
 // resetApproval sets spec.approvedBatch back to 0 as a target's new release starts, with a JSON

@@ -53,7 +53,11 @@ func ledger(p, updated int32, current, update string) *appsv1.StatefulSet {
 }
 
 func planTarget(cn *v1alpha1.Canary, sts *appsv1.StatefulSet, holder string) *reconciler {
-	return computePlan(&observed{canary: cn, target: sts, targetHolder: holder}, metav1.NewTime(start))
+	obs := &observed{canary: cn, targetHolder: holder}
+	if sts != nil {
+		obs.target = statefulSetTarget{sts}
+	}
+	return computePlan(obs, metav1.NewTime(start))
 }
 
 // sync runs one plan and carries its status forward, as the status write would.
@@ -210,7 +214,7 @@ func TestRestoreRevisionActions(t *testing.T) {
 	kube := k8sfake.NewClientset(sts, rev)
 	c := &Controller{kubeClient: kube}
 	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
-	r := &reconciler{obs: &observed{target: sts}, canary: targetCanary(),
+	r := &reconciler{obs: &observed{target: statefulSetTarget{sts}}, canary: targetCanary(),
 		targetWrites: []targetWrite{{kind: restoreTemplate, revision: "v1", reason: "AnalysisFailed"}}}
 	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
 		t.Fatalf("executeTarget: %v %v", f, err)

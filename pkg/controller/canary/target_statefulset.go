@@ -1,0 +1,199 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// A StatefulSet target is released through its RollingUpdate partition; kube-controller-manager
+// updates its pods, within the StatefulSet's maxUnavailable. Its revisions are
+// ControllerRevisions whose data is the strategic merge patch kubectl rollout undo applies.
+
+// StatefulSets is where the controller reads the StatefulSets Canaries target.
+type StatefulSets interface {
+	// Get returns a StatefulSet, or a NotFound error.
+	Get(namespace, name string) (*appsv1.StatefulSet, error)
+	// Reference records the StatefulSet names a Canary needs; it reports whether they are all
+	// listed.
+	Reference(canary cache.ObjectName, names ...string) bool
+	// Release forgets a Canary's names.
+	Release(canary cache.ObjectName)
+}
+
+// listerStatefulSets serves a lister that holds every StatefulSet (a test's store).
+type listerStatefulSets struct{ lister appslisters.StatefulSetLister }
+
+// ListerStatefulSets is a StatefulSets source over a lister that holds every StatefulSet.
+func ListerStatefulSets(l appslisters.StatefulSetLister) StatefulSets { return listerStatefulSets{l} }
+
+func (s listerStatefulSets) Get(namespace, name string) (*appsv1.StatefulSet, error) {
+	return s.lister.StatefulSets(namespace).Get(name)
+}
+func (listerStatefulSets) Reference(cache.ObjectName, ...string) bool { return true }
+func (listerStatefulSets) Release(cache.ObjectName)                   {}
+
+// watchedStatefulSets watches each targeted StatefulSet by name, as WatchedDeployments does the
+// stable Deployments: the agent caches no StatefulSet that no Canary targets.
+type watchedStatefulSets struct{ *namedWatches }
+
+func newWatchedStatefulSets(kube kubernetes.Interface) *watchedStatefulSets {
+	return &watchedStatefulSets{newNamedWatches(kube, &appsv1.StatefulSet{}, func(namespace string) listWatchFuncs {
+		s := kube.AppsV1().StatefulSets(namespace)
+		return listWatchFuncs{
+			list:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return s.List(ctx, o) },
+			watch: s.Watch,
+		}
+	})}
+}
+
+func (w *watchedStatefulSets) Get(namespace, name string) (*appsv1.StatefulSet, error) {
+	if obj, ok := w.get(namespace, name); ok {
+		return obj.(*appsv1.StatefulSet), nil
+	}
+	return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name)
+}
+
+// SetStatefulSetSource gives the controller the StatefulSets Canaries target (the agent's named
+// watches by default; a test's lister).
+func (c *Controller) SetStatefulSetSource(s StatefulSets) {
+	c.SetTargetKind(kindStatefulSet, statefulSetKind{s})
+}
+
+const kindStatefulSet = "StatefulSet"
+
+// statefulSetKind is the StatefulSet targetKind over a StatefulSets source.
+type statefulSetKind struct{ source StatefulSets }
+
+func (k statefulSetKind) get(namespace, name string) (targetWorkload, error) {
+	sts, err := k.source.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return statefulSetTarget{sts}, nil
+}
+
+func (k statefulSetKind) reference(canary cache.ObjectName, name string) bool {
+	if name == "" {
+		return k.source.Reference(canary)
+	}
+	return k.source.Reference(canary, name)
+}
+
+func (k statefulSetKind) forget(canary cache.ObjectName) { k.source.Release(canary) }
+
+func (k statefulSetKind) run(ctx context.Context) {
+	if w, ok := k.source.(*watchedStatefulSets); ok {
+		w.Run(ctx)
+	}
+}
+
+// statefulSetTarget is a targeted StatefulSet as one sync read it.
+type statefulSetTarget struct{ *appsv1.StatefulSet }
+
+func (t statefulSetTarget) state() targetState {
+	s := t.StatefulSet
+	return targetState{
+		observed:        s.Status.ObservedGeneration >= s.Generation,
+		replicas:        stsReplicas(s),
+		updated:         s.Status.UpdatedReplicas,
+		available:       s.Status.AvailableReplicas,
+		ready:           s.Status.ReadyReplicas,
+		updateRevision:  s.Status.UpdateRevision,
+		currentRevision: s.Status.CurrentRevision,
+		held:            stsPartition(s),
+	}
+}
+
+func (t statefulSetTarget) unsupported() string {
+	if t.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return fmt.Sprintf("StatefulSet %q has updateStrategy OnDelete: a Canary releases it through the RollingUpdate partition; set updateStrategy.type to RollingUpdate", t.Name)
+	}
+	return ""
+}
+
+func (t statefulSetTarget) write(ctx context.Context, c *Controller, _ *v1alpha1.Canary, w targetWrite) (string, error) {
+	sts := t.StatefulSet
+	switch w.kind {
+	case setPartition:
+		patch := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":%d}}}}`, w.partition)
+		if _, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return "", fmt.Errorf("setting the partition of StatefulSet %q to %d: %w", sts.Name, w.partition, err)
+		}
+		return fmt.Sprintf("set the partition of StatefulSet %q from %d to %d", sts.Name, stsPartition(sts), w.partition), nil
+	default:
+		if err := c.restoreRevision(ctx, sts, w.revision); err != nil {
+			return "", fmt.Errorf("writing the template of revision %s back to StatefulSet %q: %w", w.revision, sts.Name, err)
+		}
+		return fmt.Sprintf("wrote the template of revision %s back to StatefulSet %q (%s)", w.revision, sts.Name, w.reason), nil
+	}
+}
+
+// restoreRevision writes the pod template a ControllerRevision of sts recorded back to sts. A
+// StatefulSet's revision data is a strategic merge patch that replaces spec.template (what
+// kubectl rollout undo applies), so it is applied as it is.
+func (c *Controller) restoreRevision(ctx context.Context, sts *appsv1.StatefulSet, name string) error {
+	rev, err := c.kubeClient.AppsV1().ControllerRevisions(sts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+	}
+	if !metav1.IsControlledBy(rev, sts) {
+		return fmt.Errorf("ControllerRevision %q does not belong to StatefulSet %q", name, sts.Name)
+	}
+	_, err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, rev.Data.Raw, metav1.PatchOptions{})
+	return err
+}
+
+func stsReplicas(s *appsv1.StatefulSet) int32 { return v1alpha1.ReplicasOrDefault(s.Spec.Replicas) }
+
+func stsPartition(s *appsv1.StatefulSet) int32 {
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+// releaseHold sets the partition back to 0 when no release is under way, so that the
+// StatefulSet updates its pods by itself again; in the middle of a release it leaves the
+// partition where it is (lowering it would update the rest without steps) and says so.
+func (statefulSetKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
+	name := cn.Spec.TargetRef.Name
+	sts, err := c.kubeClient.AppsV1().StatefulSets(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading StatefulSet %s: %w", name, err)
+	}
+	p := stsPartition(sts)
+	if p == 0 {
+		return nil
+	}
+	if sts.Status.UpdateRevision != sts.Status.CurrentRevision {
+		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
+			"Canary deleted mid-release: StatefulSet %q keeps partition %d (%d pods on revision %s); lower it to finish or restore its template to undo",
+			sts.Name, p, sts.Status.UpdatedReplicas, sts.Status.UpdateRevision)
+		return nil
+	}
+	patch := []byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
+	if _, err := c.kubeClient.AppsV1().StatefulSets(cn.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the partition of StatefulSet %s: %w", sts.Name, err)
+	}
+	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
+		"Canary deleted: StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", sts.Name, p)
+	return nil
+}
