@@ -21,6 +21,9 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		return nil, err
 	}
 	cc.WatchNamed(c.KubeClient)
+	if err := cc.WatchUnitedDeployments(c.Informers.Apps().V1alpha1().UnitedDeployments()); err != nil {
+		return nil, err
+	}
 	if c.GatewayInformers != nil {
 		if err := cc.EnableTraffic(c.GatewayClient, c.GatewayInformers.Gateway().V1().HTTPRoutes()); err != nil {
 			return nil, err

@@ -73,6 +73,8 @@ type step struct {
 	pauseFor time.Duration
 	// analysis names the checks of spec.analysis that run while the step bakes.
 	analysis []string
+	// subsets are the UnitedDeployment subsets the step releases (target_uniteddeployment.go).
+	subsets []string
 }
 
 // bakes reports whether the step waits for anything once its pods are available.
@@ -86,7 +88,7 @@ func stepsOf(spec *v1alpha1.CanarySpec) ([]step, error) {
 	}
 	steps := make([]step, len(plan))
 	for i, s := range plan {
-		steps[i] = step{canaryReplicas: s.Replicas, analysis: s.Analysis}
+		steps[i] = step{canaryReplicas: s.Replicas, analysis: s.Analysis, subsets: s.Subsets}
 		switch {
 		case s.Pause == nil:
 		case s.Pause.Duration != nil && s.Pause.Duration.Duration > 0:

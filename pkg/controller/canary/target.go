@@ -65,6 +65,13 @@ type targetWorkload interface {
 	write(ctx context.Context, c *Controller, cn *v1alpha1.Canary, w targetWrite) (string, error)
 }
 
+// stepCounter is a target whose steps may count their pods from the workload itself (a
+// UnitedDeployment's steps that name subsets): countSteps sets each step's pods, or says why
+// the steps do not fit the workload.
+type stepCounter interface {
+	countSteps(cn *v1alpha1.Canary, steps *[]step) string
+}
+
 // SetTargetKind gives the controller the source of one targetRef kind (its named watch or
 // shared informer; a test's lister).
 func (c *Controller) SetTargetKind(kind string, k targetKind) {
@@ -176,6 +183,12 @@ func (r *reconciler) reconcileTarget() {
 	r.steps = steps
 	if r.refuseTarget() {
 		return
+	}
+	if sc, ok := r.obs.target.(stepCounter); ok {
+		if msg := sc.countSteps(cn, &r.steps); msg != "" {
+			r.setDegraded(v1alpha1.ReasonInvalidSpec, msg)
+			return
+		}
 	}
 	ts := r.obs.target.state()
 	if !ts.observed {

@@ -59,7 +59,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || s.analysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n)))",message="every name in steps[].analysis must be the name of a check in spec.analysis"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="progressDeadlineSeconds must be greater than minReadySeconds: a pod could never become available in time"
-// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, type(s.replicas) == string || s.replicas <= self.replicas)",message="steps[].replicas cannot be more than spec.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.replicas) || type(s.replicas) == string || s.replicas <= self.replicas)",message="steps[].replicas cannot be more than spec.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, has(s.replicas) != has(s.subsets))",message="each step sets exactly one of replicas (a number or percentage of pods) or subsets (the zones of a UnitedDeployment target it releases)"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.subsets)) || (has(self.targetRef) && self.targetRef.kind == 'UnitedDeployment')",message="steps[].subsets releases zones of a UnitedDeployment and needs targetRef of kind UnitedDeployment: with other workloads give steps[].replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || self.batchSizes.map(b, type(b) == int ? b : (int(b.substring(0, size(b) - 1)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
 // +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || (type(self.batchSizes[self.batchSizes.size() - 1]) == int ? self.batchSizes[self.batchSizes.size() - 1] == self.replicas : self.batchSizes[self.batchSizes.size() - 1] == '100%')",message="the last of batchSizes must be the full size: spec.replicas or \"100%\""
 // +kubebuilder:validation:XValidation:rule="!has(self.batches) || self.batches <= self.replicas || self.replicas == 0",message="batches cannot be more than replicas: every batch must add at least one canary pod"
@@ -206,11 +208,23 @@ type CanarySpec struct {
 // CanaryStep is one step of a release.
 type CanaryStep struct {
 	// Replicas is the number of canary pods the step holds: an integer, or a percentage of
-	// spec.replicas rounded half up. The stable Deployment holds the rest.
+	// spec.replicas rounded half up. The stable Deployment holds the rest. Set it or subsets.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="replicas must be a number of pods (0 or more) or a percentage from 0% to 100%"
-	Replicas intstr.IntOrString `json:"replicas"`
+	// +optional
+	Replicas intstr.IntOrString `json:"replicas,omitzero"`
+
+	// Subsets, with a UnitedDeployment targetRef instead of replicas, names the subsets (zones)
+	// the step releases: every pod of these and of the subsets named by earlier steps runs the
+	// new revision, no pod of the others does. A release whose last step leaves subsets out ends
+	// with a step of every pod.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Subsets []string `json:"subsets,omitempty"`
 
 	// Pause, once the step's pods are available, waits: {} until a promote, {duration: 10m}
 	// for that long (a promote skips what is left). Without it the release goes on as soon as
@@ -260,15 +274,15 @@ type StableRef struct {
 
 // CanaryTargetRef names the workload a Canary releases in place.
 type CanaryTargetRef struct {
-	// Kind of the workload, in the Canary's namespace. StatefulSet (apps/v1) is the kind
-	// supported today.
-	// +kubebuilder:validation:Enum=StatefulSet
+	// Kind of the workload, in the Canary's namespace: StatefulSet (apps/v1) or
+	// UnitedDeployment (apps.workload.dev/v1alpha1).
+	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment
 	Kind string `json:"kind"`
 
-	// Name of the workload: a StatefulSet name (DNS-1123 subdomain).
+	// Name of the workload (DNS-1123 subdomain).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="targetRef.name must be a valid StatefulSet name (DNS-1123 subdomain): lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="targetRef.name must be a valid workload name (DNS-1123 subdomain): lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 

@@ -25,6 +25,9 @@ type ReleaseStep struct {
 	Pause *CanaryPause
 	// Analysis names the checks of spec.analysis that run while the step bakes.
 	Analysis []string
+	// Subsets are the subsets of a UnitedDeployment target the step releases (with those of the
+	// steps before); Replicas is then 0 until the agent counts their pods.
+	Subsets []string
 }
 
 // CanarySteps returns the steps of spec's release, in order (element i is step i+1).
@@ -47,13 +50,19 @@ func CanarySteps(spec *CanarySpec) ([]ReleaseStep, error) {
 	}
 	steps := make([]ReleaseStep, 0, len(spec.Steps)+1)
 	for i, s := range spec.Steps {
+		if len(s.Subsets) > 0 {
+			steps = append(steps, ReleaseStep{Pause: s.Pause, Analysis: s.Analysis, Subsets: s.Subsets})
+			continue
+		}
 		n, err := stepReplicas(s.Replicas, spec.Replicas)
 		if err != nil {
 			return nil, fmt.Errorf("steps[%d].replicas: %v", i, err)
 		}
 		steps = append(steps, ReleaseStep{Replicas: n, Pause: s.Pause, Analysis: s.Analysis})
 	}
-	if steps[len(steps)-1].Replicas < spec.Replicas {
+	// Subsets steps are counted by the agent, which adds the final step when they leave
+	// subsets out.
+	if last := steps[len(steps)-1]; len(last.Subsets) == 0 && last.Replicas < spec.Replicas {
 		steps = append(steps, ReleaseStep{Replicas: spec.Replicas})
 	}
 	return steps, nil

@@ -396,6 +396,11 @@ func (in *CanaryStatus) DeepCopy() *CanaryStatus {
 func (in *CanaryStep) DeepCopyInto(out *CanaryStep) {
 	*out = *in
 	out.Replicas = in.Replicas
+	if in.Subsets != nil {
+		in, out := &in.Subsets, &out.Subsets
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Pause != nil {
 		in, out := &in.Pause, &out.Pause
 		*out = new(CanaryPause)
@@ -674,6 +679,11 @@ func (in *ReleaseStep) DeepCopyInto(out *ReleaseStep) {
 	}
 	if in.Analysis != nil {
 		in, out := &in.Analysis, &out.Analysis
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.Subsets != nil {
+		in, out := &in.Subsets, &out.Subsets
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}

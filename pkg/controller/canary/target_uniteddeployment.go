@@ -1,0 +1,245 @@
+package canary
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	informers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
+	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
+)
+
+// A UnitedDeployment target is released through its per-subset partitions
+// (spec.updateStrategy.manualUpdate.partitions: the pods of a subset kept on the old revision),
+// which the UnitedDeployment controller passes to each subset's StatefulSet or TApp. A step
+// either counts pods, released subset by subset in the order the steps named them, then
+// topology order, or names the subsets it releases (zone by zone): a subset no step has named
+// yet keeps every pod on the stable revision. Its revisions are the UnitedDeployment's own
+// ControllerRevisions, whose data holds spec.template.
+
+const kindUnitedDeployment = "UnitedDeployment"
+
+// WatchUnitedDeployments makes UnitedDeployments targets of Canaries, read from the agent's
+// shared informer (the UnitedDeployment controller caches them all already).
+func (c *Controller) WatchUnitedDeployments(inf informers.UnitedDeploymentInformer) error {
+	c.SetTargetKind(kindUnitedDeployment, unitedDeploymentKind{inf.Lister()})
+	return c.Watch(inf.Informer(), c.targetHandler(kindUnitedDeployment))
+}
+
+// unitedDeploymentKind is the UnitedDeployment targetKind over a lister.
+type unitedDeploymentKind struct{ lister listers.UnitedDeploymentLister }
+
+func (k unitedDeploymentKind) get(namespace, name string) (targetWorkload, error) {
+	ud, err := k.lister.UnitedDeployments(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return unitedDeploymentTarget{ud}, nil
+}
+
+func (unitedDeploymentKind) reference(cache.ObjectName, string) bool { return true }
+func (unitedDeploymentKind) forget(cache.ObjectName)                 {}
+func (unitedDeploymentKind) run(context.Context)                     {}
+
+// unitedDeploymentTarget is a targeted UnitedDeployment as one sync read it.
+type unitedDeploymentTarget struct{ *v1alpha1.UnitedDeployment }
+
+func (t unitedDeploymentTarget) state() targetState {
+	ud := t.UnitedDeployment
+	var held int32
+	for _, s := range ud.Spec.Topology.Subsets {
+		held += min(t.partition(s.Name), t.subsetReplicas(s.Name))
+	}
+	return targetState{
+		observed: ud.Status.ObservedGeneration >= ud.Generation,
+		replicas: v1alpha1.ReplicasOrDefault(ud.Spec.Replicas),
+		updated:  ud.Status.UpdatedReplicas,
+		// Its status counts ready pods only: a ready pod is taken as available.
+		available:       ud.Status.ReadyReplicas,
+		ready:           ud.Status.ReadyReplicas,
+		updateRevision:  ud.Status.UpdatedRevision,
+		currentRevision: ud.Status.CurrentRevision,
+		held:            held,
+	}
+}
+
+// subsetReplicas is the pods the UnitedDeployment controller allocated to a subset.
+func (t unitedDeploymentTarget) subsetReplicas(name string) int32 {
+	for _, s := range t.Status.SubsetStatuses {
+		if s.Name == name {
+			return s.Replicas
+		}
+	}
+	return 0
+}
+
+func (t unitedDeploymentTarget) partition(name string) int32 {
+	if m := t.Spec.UpdateStrategy.ManualUpdate; m != nil {
+		return m.Partitions[name]
+	}
+	return 0
+}
+
+func (t unitedDeploymentTarget) unsupported() string {
+	tpl := t.Spec.Template
+	switch {
+	case tpl.DeploymentTemplate != nil:
+		return fmt.Sprintf("UnitedDeployment %q runs Deployment subsets, which cannot keep part of their pods on the old revision: a Canary releases StatefulSet or TApp subsets through their partitions", t.Name)
+	case tpl.StatefulSetTemplate != nil && tpl.StatefulSetTemplate.Spec.UpdateStrategy.Type == "OnDelete":
+		return fmt.Sprintf("UnitedDeployment %q runs StatefulSet subsets with updateStrategy OnDelete: a Canary releases them through the RollingUpdate partition; set it to RollingUpdate", t.Name)
+	case t.Spec.UpdateStrategy.Paused:
+		return fmt.Sprintf("UnitedDeployment %q has updateStrategy.paused: none of its subsets would move; unpause it and the Canary holds it through its partitions", t.Name)
+	}
+	return ""
+}
+
+// countSteps sets the pods of the steps that name subsets: every pod of the subsets named so
+// far. When the last step leaves subsets out, a final step of every pod follows.
+func (t unitedDeploymentTarget) countSteps(cn *v1alpha1.Canary, steps *[]step) string {
+	var names []string
+	for _, s := range t.Spec.Topology.Subsets {
+		names = append(names, s.Name)
+	}
+	released := map[string]bool{}
+	var pods int32
+	for i := range *steps {
+		s := &(*steps)[i]
+		if len(s.subsets) == 0 {
+			continue
+		}
+		for _, name := range s.subsets {
+			if !slices.Contains(names, name) {
+				return fmt.Sprintf("steps[%d].subsets names %q, which is not a subset of UnitedDeployment %q (its subsets: %s)",
+					i, name, t.Name, strings.Join(names, ", "))
+			}
+			if !released[name] {
+				released[name] = true
+				pods += t.subsetReplicas(name)
+			}
+		}
+		s.canaryReplicas = pods
+	}
+	if last := (*steps)[len(*steps)-1]; len(last.subsets) > 0 && len(released) < len(names) {
+		*steps = append(*steps, step{canaryReplicas: cn.Spec.Replicas})
+	}
+	return ""
+}
+
+// partitions are the per-subset partitions that keep held pods on the current revision at step
+// k: the released pods fill the subsets named by steps 1..k, in that order, then the others in
+// topology order.
+func (t unitedDeploymentTarget) partitions(cn *v1alpha1.Canary, held, k int32) map[string]int32 {
+	var order []string
+	for i := 0; i < int(k) && i < len(cn.Spec.Steps); i++ {
+		for _, name := range cn.Spec.Steps[i].Subsets {
+			if !slices.Contains(order, name) {
+				order = append(order, name)
+			}
+		}
+	}
+	for _, s := range t.Spec.Topology.Subsets {
+		if !slices.Contains(order, s.Name) {
+			order = append(order, s.Name)
+		}
+	}
+	released := max(0, v1alpha1.ReplicasOrDefault(t.Spec.Replicas)-held)
+	out := map[string]int32{}
+	for _, name := range order {
+		n := t.subsetReplicas(name)
+		r := min(n, released)
+		released -= r
+		out[name] = n - r
+	}
+	return out
+}
+
+func (t unitedDeploymentTarget) write(ctx context.Context, c *Controller, cn *v1alpha1.Canary, w targetWrite) (string, error) {
+	if w.kind == restoreTemplate {
+		if err := c.restoreUnitedDeployment(ctx, t.UnitedDeployment, w.revision); err != nil {
+			return "", fmt.Errorf("writing the template of revision %s back to UnitedDeployment %q: %w", w.revision, t.Name, err)
+		}
+		return fmt.Sprintf("wrote the template of revision %s back to UnitedDeployment %q (%s)", w.revision, t.Name, w.reason), nil
+	}
+	parts := t.partitions(cn, w.partition, w.step)
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"updateStrategy": map[string]any{"manualUpdate": map[string]any{"partitions": parts}}}})
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.client.AppsV1alpha1().UnitedDeployments(t.Namespace).Patch(ctx, t.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return "", fmt.Errorf("setting the partitions of UnitedDeployment %q: %w", t.Name, err)
+	}
+	var each []string
+	for _, s := range t.Spec.Topology.Subsets {
+		each = append(each, fmt.Sprintf("%s %d", s.Name, parts[s.Name]))
+	}
+	return fmt.Sprintf("set the partitions of UnitedDeployment %q (pods kept on revision %s per subset): %s",
+		t.Name, t.Status.CurrentRevision, strings.Join(each, ", ")), nil
+}
+
+// restoreUnitedDeployment writes the template a ControllerRevision of ud recorded back to ud:
+// its data is {"spec":{"template":…}}, which a JSON patch puts in place whole (a merge patch
+// would keep fields the newer template added).
+func (c *Controller) restoreUnitedDeployment(ctx context.Context, ud *v1alpha1.UnitedDeployment, name string) error {
+	rev, err := c.kubeClient.AppsV1().ControllerRevisions(ud.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+	}
+	if !metav1.IsControlledBy(rev, ud) {
+		return fmt.Errorf("ControllerRevision %q does not belong to UnitedDeployment %q", name, ud.Name)
+	}
+	var data struct {
+		Spec struct {
+			Template json.RawMessage `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil || len(data.Spec.Template) == 0 {
+		return fmt.Errorf("ControllerRevision %q holds no spec.template (%v)", name, err)
+	}
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec/template", "value": data.Spec.Template}})
+	if err != nil {
+		return err
+	}
+	_, err = c.client.AppsV1alpha1().UnitedDeployments(ud.Namespace).Patch(ctx, ud.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// releaseHold drops the partitions the Canary held when no release is under way, so that the
+// UnitedDeployment updates its subsets by itself again; mid-release it leaves them and says so.
+func (unitedDeploymentKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
+	name := cn.Spec.TargetRef.Name
+	ud, err := c.client.AppsV1alpha1().UnitedDeployments(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading UnitedDeployment %s: %w", name, err)
+	}
+	if m := ud.Spec.UpdateStrategy.ManualUpdate; m == nil || len(m.Partitions) == 0 {
+		return nil
+	}
+	if ud.Status.UpdatedRevision != ud.Status.CurrentRevision {
+		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
+			"Canary deleted mid-release: UnitedDeployment %q keeps its partitions (%d pods on revision %s); lower them to finish or restore its template to undo",
+			ud.Name, ud.Status.UpdatedReplicas, ud.Status.UpdatedRevision)
+		return nil
+	}
+	patch := []byte(`{"spec":{"updateStrategy":{"manualUpdate":{"partitions":null}}}}`)
+	if _, err := c.client.AppsV1alpha1().UnitedDeployments(cn.Namespace).Patch(ctx, ud.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the partitions of UnitedDeployment %s: %w", ud.Name, err)
+	}
+	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
+		"Canary deleted: UnitedDeployment %q is no longer held (its partitions removed) and updates its subsets by itself again", ud.Name)
+	return nil
+}
