@@ -36,7 +36,9 @@ func (c *Controller) WatchUnitedDeployments(inf informers.UnitedDeploymentInform
 }
 
 // unitedDeploymentKind is the UnitedDeployment targetKind over a lister.
-type unitedDeploymentKind struct{ lister listers.UnitedDeploymentLister }
+type unitedDeploymentKind struct {
+	lister listers.UnitedDeploymentLister
+}
 
 func (k unitedDeploymentKind) get(namespace, name string) (targetWorkload, error) {
 	ud, err := k.lister.UnitedDeployments(namespace).Get(name)
