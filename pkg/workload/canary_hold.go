@@ -28,7 +28,7 @@ func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, kin
 		return nil, nil // no Canaries here, or not for this user to see: nothing to go through
 	}
 	if err != nil {
-		return nil, fmt.Errorf("looking for a Canary that releases deploy/%s: %w", name, err)
+		return nil, fmt.Errorf("looking for a Canary that releases %s %s: %w", kind, name, err)
 	}
 	for i := range list.Items {
 		var c v1alpha1.Canary
@@ -65,11 +65,14 @@ func RefuseHeldDeployment(ctx context.Context, client dynamic.Interface, namespa
 	})
 }
 
-// RefuseHeldPartition refuses setting the partition of a StatefulSet a Canary releases in
-// place: the agent owns that partition (it holds it, then lowers it step by step) and would set
+// RefuseHeldPartition refuses setting the partition of a workload a Canary releases in place
+// (a StatefulSet, TApp or UnitedDeployment): the agent owns that partition (it holds it, then lowers it step by step) and would set
 // it back. It names the verbs that move the release instead.
 func RefuseHeldPartition(ctx context.Context, client dynamic.Interface, namespace string, ref Ref) error {
-	return refuseHeld(ctx, client, namespace, ref, StatefulSet, func(h *Holder) error {
+	if ref.Kind.Name == Canary.Name {
+		return nil
+	}
+	return refuseHeld(ctx, client, namespace, ref, ref.Kind, func(h *Holder) error {
 		return fmt.Errorf("%s is released in place by canary/%s, which sets its partition step by step: move the release with kubectl workload promote canary/%s (--full for every step) or abort canary/%s",
 			ref, h.Canary, h.Canary, h.Canary)
 	})

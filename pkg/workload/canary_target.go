@@ -9,9 +9,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// A Canary with spec.targetRef releases a StatefulSet in place: its pod template is the
-// StatefulSet's, changed there (kubectl workload set image sts/x), and its progress is the
-// StatefulSet's partition and revisions (status.target).
+// A Canary with spec.targetRef releases a workload in place: its pod template is the
+// workload's, changed there (kubectl workload set image sts/x), and its progress is the
+// workload's partition and revisions (status.target).
 
 // targetCounts is the status line's counts of a Canary with a target.
 func targetCounts(c *v1alpha1.Canary) string {
@@ -30,27 +30,72 @@ func targetCounts(c *v1alpha1.Canary) string {
 
 // kindShort is the short name of a target kind.
 func kindShort(kind string) string {
-	if kind == StatefulSet.Name {
-		return StatefulSet.Short
+	if k, ok := targetKind(kind); ok {
+		return k.Short
 	}
 	return kind
+}
+
+func targetKind(name string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // targetNode is the tree's line of a Canary's target, with its revisions and pods.
 func (t *treeReader) targetNode(c *v1alpha1.Canary) (*Node, error) {
 	ref := c.Spec.TargetRef
-	s, err := t.kube.AppsV1().StatefulSets(t.ns).Get(t.ctx, ref.Name, metav1.GetOptions{})
+	k, ok := targetKind(ref.Kind)
+	if !ok || k.helper == nil {
+		return &Node{Name: ref.Kind + "/" + ref.Name, Status: "Unknown", Info: "target of a kind this plugin does not know"}, nil
+	}
+	var n *Node
+	var err error
+	if k.Name == StatefulSet.Name {
+		n, err = t.targetStatefulSet(ref.Name)
+	} else {
+		n, err = t.targetObject(k, ref.Name)
+	}
+	if n == nil || err != nil {
+		return n, err
+	}
+	n.Name = k.Short + "/" + ref.Name
+	n.Info = "target: " + targetCounts(c)
+	return n, nil
+}
+
+// targetStatefulSet is a target StatefulSet's subtree (typed: native objects are read so).
+func (t *treeReader) targetStatefulSet(name string) (*Node, error) {
+	s, err := t.kube.AppsV1().StatefulSets(t.ns).Get(t.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &Node{Name: StatefulSet.Short + "/" + ref.Name, Status: "NotFound", Info: "target"}, nil
+		return &Node{Name: StatefulSet.Short + "/" + name, Status: "NotFound", Info: "target"}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading its target StatefulSet %q: %w", ref.Name, err)
+		return nil, fmt.Errorf("reading its target StatefulSet %q: %w", name, err)
 	}
 	n, err := t.statefulSet(s, s, true)
 	if err != nil {
-		return nil, fmt.Errorf("target StatefulSet %q: %w", ref.Name, err)
+		return nil, fmt.Errorf("target StatefulSet %q: %w", name, err)
 	}
-	n.Info = "target: " + targetCounts(c)
+	return n, nil
+}
+
+// targetObject is the subtree of a target of one of our kinds, read through the dynamic client.
+func (t *treeReader) targetObject(k Kind, name string) (*Node, error) {
+	obj, err := t.client.Resource(k.Resource).Namespace(t.ns).Get(t.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &Node{Name: k.Short + "/" + name, Status: "NotFound", Info: "target"}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading its target %s %q: %w", k.Name, name, err)
+	}
+	n, err := k.helper.tree(t, obj)
+	if err != nil {
+		return nil, fmt.Errorf("target %s %q: %w", k.Name, name, err)
+	}
 	return n, nil
 }
 

@@ -105,9 +105,9 @@ func (o *ImageOptions) Run(ctx context.Context) error {
 	if err := workload.RefuseHeldDeployment(ctx, o.Client, o.Namespace, o.Ref, "set image on"); err != nil {
 		return err
 	}
-	// A StatefulSet a Canary releases in place keeps its pods: the line says who releases them.
+	// A workload a Canary releases in place keeps its pods: the line says who releases them.
 	var holder *workload.Holder
-	if o.Ref.Kind.Name == workload.StatefulSet.Name {
+	if k := o.Ref.Kind.Name; k != workload.Canary.Name && k != workload.Deployment.Name {
 		holder, _ = workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref.Kind.Name, o.Ref.Name)
 	}
 	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {

@@ -139,7 +139,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Ref, err)
 	}
-	if k := o.Ref.Kind.Name; k == workload.Deployment.Name || k == workload.StatefulSet.Name {
+	if k := o.Ref.Kind.Name; k != workload.Canary.Name {
 		// A workload a Canary releases says so: its rollout is the Canary's to drive.
 		if h, err := workload.CanaryHolding(ctx, o.Client, o.Namespace, k, o.Ref.Name); err == nil && h != nil {
 			o.held = fmt.Sprintf("%s %s of canary/%s: see kubectl workload status canary/%s", h.Role, k, h.Canary, h.Canary)
