@@ -87,6 +87,7 @@ var Permissions = []Permission{
 	// UnitedDeployments.
 	{workloads, "uniteddeployments", "list", "", informerList},
 	{workloads, "uniteddeployments", "watch", "", informerWatch},
+	{workloads, "uniteddeployments", "get", "", "canary: releaseHold reads a UnitedDeployment target from the API server as its Canary is deleted"},
 	{workloads, "uniteddeployments", "patch", "", "canary: a UnitedDeployment target's partitions (unitedDeploymentTarget.write), its template restored on abort (restoreUnitedDeployment) and the partitions dropped when its Canary is deleted (releaseHold)"},
 	{workloads, "uniteddeployments/status", "update", "", "uniteddeployment: writeStatus"},
 	{workloads, "uniteddeployments/finalizers", "update", "", "uniteddeployment: subsets and ControllerRevisions are created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
