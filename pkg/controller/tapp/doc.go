@@ -76,7 +76,9 @@
 // status.collisionCount, templates that come back reuse their old revision renumbered as the
 // newest, and revisions beyond spec.revisionHistoryLimit (default 10) are deleted oldest first,
 // never the current or the updated one. status.updateRevision names the revision of the current
-// templates, status.currentRevision the one every instance ran when the last rollout completed.
+// templates, status.currentRevision the one every instance ran when the last rollout completed
+// (an instance the partition keeps on an older template keeps it the old one, as a StatefulSet's
+// partition does: a Canary holding the TApp reads the difference as a release to make).
 // Recording happens in every sync, so a change made by kubectl apply, edit, patch or the plugin
 // is recorded alike; `kubectl workload history` and `undo` read these revisions.
 //

@@ -124,13 +124,14 @@ func (c *Controller) syncRevisions(ctx context.Context, t *appsv1alpha1.TApp) re
 }
 
 // setRevisionStatus fills the revision fields of a computed status: the updated revision, the
-// current revision (the updated one once the rollout is complete, else the one before) and the
-// collision count.
-func setRevisionStatus(st *appsv1alpha1.TAppStatus, t *appsv1alpha1.TApp, res revisionResult) {
+// current revision (the updated one once the rollout is complete and no instance is held on
+// another by the partition, else the one before, as a StatefulSet's: a Canary that holds the
+// TApp at its partition tells a release from it) and the collision count.
+func setRevisionStatus(st *appsv1alpha1.TAppStatus, t *appsv1alpha1.TApp, res revisionResult, held bool) {
 	st.CurrentRevision, st.UpdateRevision = t.Status.CurrentRevision, t.Status.UpdateRevision
 	if res.updated != "" {
 		st.UpdateRevision = res.updated
-		if st.CurrentRevision == "" || rolloutComplete(st) {
+		if st.CurrentRevision == "" || (rolloutComplete(st) && !held) {
 			st.CurrentRevision = res.updated
 		}
 	}

@@ -161,3 +161,27 @@ func TestRefusedRevisionIsACondition(t *testing.T) {
 		t.Fatalf("ReplicaFailure %+v, want True RevisionFailed with the server's message", c)
 	}
 }
+
+// A template change held back by the partition leaves the current revision the old one, as a
+// StatefulSet's: the rollout is complete as far as the partition lets it go, but no instance runs
+// the new revision (a Canary holding the TApp reads this as a release to make).
+func TestPartitionHoldsTheCurrentRevision(t *testing.T) {
+	tp := newTApp("web", 2)
+	tp.Spec.UpdateStrategy.Partition = ptr.To[int32](2)
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0, 1), nil)
+	sameActions(t, f.sync("web"), "update tapps/status web")
+	tp = f.feedStatus()
+	old := tp.Status.CurrentRevision
+
+	tp.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
+	tp.Generation++
+	f.setTApp(tp)
+	sameActions(t, f.sync("web"), revisionCreated(t, tp), "update tapps/status web")
+	st := f.statusWritten().Status
+	if c := meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionProgressing); c == nil || c.Reason != appsv1alpha1.ReasonRolloutComplete {
+		t.Fatalf("Progressing %+v, want RolloutComplete (nothing the partition lets go is left)", c)
+	}
+	if st.UpdateRevision == old || st.CurrentRevision != old || st.UpdatedReplicas != 0 {
+		t.Fatalf("status current %q updated %q (%d instances updated), want current %q kept", st.CurrentRevision, st.UpdateRevision, st.UpdatedReplicas, old)
+	}
+}

@@ -90,9 +90,11 @@ func appStatus(active []appsv1alpha1.InstanceStatus, killed int) appsv1alpha1.Ap
 }
 
 // computeStatus derives the TApp's status from its pods in the cache. Conditions start from the
-// current ones so that unchanged conditions keep their lastTransitionTime.
-func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, now time.Time, fail *failure) appsv1alpha1.TAppStatus {
-	st := appsv1alpha1.TAppStatus{
+// current ones so that unchanged conditions keep their lastTransitionTime. held reports
+// instances that the partition keeps off their template: the rollout is complete as far as the
+// partition lets it go, but not every instance runs the new revision, so it is not current yet.
+func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*corev1.Pod, now time.Time, fail *failure) (st appsv1alpha1.TAppStatus, held bool) {
+	st = appsv1alpha1.TAppStatus{
 		ObservedGeneration: t.Generation,
 		ScaleLabelSelector: metav1.FormatLabelSelector(t.Spec.Selector),
 		Statuses:           map[string]appsv1alpha1.InstanceStatus{},
@@ -130,7 +132,7 @@ func computeStatus(t *appsv1alpha1.TApp, templates *templateSet, pods map[int]*c
 	}
 	st.AppStatus = appStatus(tl.active, tl.killed)
 	setConditions(t, &st, &tl, now, fail)
-	return st
+	return st, tl.held
 }
 
 // tally is what computeStatus counts over the instances.
@@ -139,6 +141,8 @@ type tally struct {
 	active                             []appsv1alpha1.InstanceStatus
 	killed, wanted, available, updated int
 	complete, updatesPending           bool
+	// held: an instance below the partition runs another template than its own.
+	held bool
 }
 
 // count adds the pod of instance id (want: the instance should run; updated: the pod runs its
@@ -177,9 +181,13 @@ func (tl *tally) count(t *appsv1alpha1.TApp, st *appsv1alpha1.TAppStatus, id int
 		st.UpdatedReplicas++
 		tl.updated++
 	}
-	if !updated && id >= tl.partition && !isFinished(pod) {
-		tl.complete = false
-		tl.updatesPending = true
+	if !updated && !isFinished(pod) {
+		if id >= tl.partition {
+			tl.complete = false
+			tl.updatesPending = true
+		} else {
+			tl.held = true
+		}
 	}
 	if updated && isInPlaceUpdating(pod) {
 		tl.complete = false

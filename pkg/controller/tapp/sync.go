@@ -93,8 +93,8 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 		// only a requeue (the server's message included).
 		fail = &failure{reason: appsv1alpha1.ReasonRevisionFailed, message: rev.err.Error()}
 	}
-	status := computeStatus(t, templates, pods, now, fail)
-	setRevisionStatus(&status, t, rev)
+	status, held := computeStatus(t, templates, pods, now, fail)
+	setRevisionStatus(&status, t, rev, held)
 	metrics.SetRolloutProgress(metricsKind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
 	if err := c.updateStatus(ctx, t, status); err != nil {
 		return errors.Join(manageErr, err)
