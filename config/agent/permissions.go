@@ -81,6 +81,7 @@ var Permissions = []Permission{
 	{workloads, "tapps", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset TApp"},
 	{workloads, "tapps", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset TApp (subset template, replicas, partition); tapp: pruneTemplates (autoDeleteUnusedTemplate)"},
 	{workloads, "tapps", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset TApp removed from the topology"},
+	{workloads, "tapps", "patch", "", "canary: the partition of a targeted TApp (merge patch), and its templates written back from a ControllerRevision on abort (JSON patch, target_tapp.go)"},
 	{workloads, "tapps/status", "update", "", "tapp: updateStatus"},
 	{workloads, "tapps/finalizers", "update", "", "tapp: pods and claims are created with a blocking controller reference to their TApp (OwnerReferencesPermissionEnforcement admission)"},
 
@@ -158,7 +159,7 @@ var Permissions = []Permission{
 	// controller's informer filtered by the managed-by label).
 	{apps, "controllerrevisions", "list", "", informerList},
 	{apps, "controllerrevisions", "watch", "", informerWatch},
-	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache; canary: restoreRevision reads a targeted StatefulSet's stable revision"},
+	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache; canary: restoreRevision and restoreTAppRevision read a targeted StatefulSet's or TApp's stable revision"},
 	{apps, "controllerrevisions", "create", "", "revision.History.Create"},
 	{apps, "controllerrevisions", "update", "", "revision.History.Renumber: the template came back to an older revision"},
 	{apps, "controllerrevisions", "delete", "", "revision.History.Delete: beyond revisionHistoryLimit"},

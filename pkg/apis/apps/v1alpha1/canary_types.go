@@ -85,7 +85,7 @@ type CanarySpec struct {
 	Canary CanaryTarget `json:"canary,omitzero"`
 
 	// TargetRef names a workload released in place instead of between two Deployments: the
-	// Canary holds it (a StatefulSet's partition at spec.replicas) so that a change of its pod
+	// Canary holds it (its partition at spec.replicas) so that a change of its pod
 	// template updates no pod, then releases the new revision through the steps by lowering the
 	// partition (docs/canary-targets.md). Set it instead of stableRef and canary.
 	// +optional
@@ -274,9 +274,9 @@ type StableRef struct {
 
 // CanaryTargetRef names the workload a Canary releases in place.
 type CanaryTargetRef struct {
-	// Kind of the workload, in the Canary's namespace: StatefulSet (apps/v1) or
-	// UnitedDeployment (apps.workload.dev/v1alpha1).
-	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment
+	// Kind of the workload, in the Canary's namespace: StatefulSet (apps/v1), UnitedDeployment
+	// or TApp (apps.workload.dev/v1alpha1).
+	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment;TApp
 	Kind string `json:"kind"`
 
 	// Name of the workload (DNS-1123 subdomain).

@@ -1,0 +1,248 @@
+package canary
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
+)
+
+// A TApp target is released through spec.updateStrategy.partition: instances with an id below it
+// keep their template, as a StatefulSet's ordinals do, so a step of N instances sets it to
+// replicas − N and the agent's TApp controller updates the N highest ids, within the TApp's
+// maxUnavailable. Its status.currentRevision stays the revision the release started from until
+// every instance runs the new one (pkg/controller/tapp). Its revisions are ControllerRevisions
+// whose data is {"spec":{"template":…,"templatePool":…}}: an abort writes both back, as
+// kubectl workload undo tapp/x does.
+//
+// TApps come from the agent's shared TApp informer, which holds every TApp (the TApp controller
+// needs them all): no watch by name.
+
+const kindTApp = "TApp"
+
+// SetTAppSource gives the controller the TApps Canaries target: a lister that holds every TApp
+// (the agent's shared informer; a test's store).
+func (c *Controller) SetTAppSource(l appslisters.TAppLister) {
+	c.SetTargetKind(kindTApp, tappKind{l})
+}
+
+// ReadTApps makes the controller release the TApps Canaries target from the shared informer
+// (which the TApp controller keeps for every TApp anyway): its lister is the source and its
+// events enqueue the Canaries that target them.
+func (c *Controller) ReadTApps(tapps appsinformers.TAppInformer) error {
+	if _, err := tapps.Informer().AddEventHandler(c.targetHandler(kindTApp)); err != nil {
+		return fmt.Errorf("watching the TApps Canaries target: %w", err)
+	}
+	c.SetTAppSource(tapps.Lister())
+	c.WaitFor(tapps.Informer().HasSynced)
+	return nil
+}
+
+// tappKind is the TApp targetKind over a lister.
+type tappKind struct{ lister appslisters.TAppLister }
+
+func (k tappKind) get(namespace, name string) (targetWorkload, error) {
+	t, err := k.lister.TApps(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tappTarget{t}, nil
+}
+
+// The shared informer lists every TApp: nothing to reference, forget or run.
+func (tappKind) reference(cache.ObjectName, string) bool { return true }
+func (tappKind) forget(cache.ObjectName)                 {}
+func (tappKind) run(context.Context)                     {}
+
+// tappTarget is a targeted TApp as one sync read it.
+type tappTarget struct{ *v1alpha1.TApp }
+
+func (t tappTarget) state() targetState {
+	s := &t.Status
+	return targetState{
+		observed:        s.ObservedGeneration >= t.Generation,
+		replicas:        v1alpha1.ReplicasOrDefault(t.Spec.Replicas),
+		updated:         s.UpdatedReplicas,
+		available:       s.AvailableReplicas,
+		ready:           s.ReadyReplicas,
+		updateRevision:  s.UpdateRevision,
+		currentRevision: s.CurrentRevision,
+		held:            tappPartition(t.TApp),
+	}
+}
+
+// unsupported refuses what a partition cannot release step by step: a paused TApp updates no
+// instance (no step would finish); a killed instance has no pod to count, so the step's instances
+// would never all be updated and available; instances on templatePool templates are not on
+// spec.template's revision alone, so the updated instances would not be the step's.
+func (t tappTarget) unsupported() string {
+	switch killed, pooled := t.killedIDs(), t.pooledIDs(); {
+	case t.Spec.UpdateStrategy.Paused:
+		return fmt.Sprintf("TApp %q is paused (spec.updateStrategy.paused): no instance would be updated; resume it (kubectl workload resume tapp/%s) and pause the Canary instead (kubectl workload pause canary/…)", t.Name, t.Name)
+	case len(killed) > 0:
+		return fmt.Sprintf("TApp %q has killed instances (%s): the steps count every instance up to spec.replicas; start them (kubectl workload start-instance tapp/%s …) or lower its replicas", t.Name, strings.Join(killed, ", "), t.Name)
+	case len(pooled) > 0:
+		return fmt.Sprintf("TApp %q runs instances on templatePool templates (%s, through spec.templates or defaultTemplateName): a Canary releases spec.template to every instance; remove those assignments", t.Name, strings.Join(pooled, ", "))
+	}
+	return ""
+}
+
+// killedIDs lists the instances below replicas whose desired status is Killed.
+func (t tappTarget) killedIDs() []string {
+	return t.idsBelowReplicas(func(id string) bool { return t.Spec.Statuses[id] == v1alpha1.InstanceKilled })
+}
+
+// pooledIDs lists the instances below replicas that run a templatePool template ("all" when
+// defaultTemplateName assigns one to every instance).
+func (t tappTarget) pooledIDs() []string {
+	if t.Spec.DefaultTemplateName != "" {
+		return []string{"all, defaultTemplateName " + t.Spec.DefaultTemplateName}
+	}
+	return t.idsBelowReplicas(func(id string) bool { return t.Spec.Templates[id] != "" })
+}
+
+// idsBelowReplicas lists, in id order, the instance ids below replicas that spec.statuses or
+// spec.templates name and match.
+func (t tappTarget) idsBelowReplicas(match func(string) bool) []string {
+	replicas := int(v1alpha1.ReplicasOrDefault(t.Spec.Replicas))
+	var ids []int
+	seen := map[string]bool{}
+	for _, m := range []map[string]string{stringKeys(t.Spec.Statuses), t.Spec.Templates} {
+		for id := range m {
+			n, err := strconv.Atoi(id)
+			if err != nil || n >= replicas || seen[id] || !match(id) {
+				continue
+			}
+			seen[id] = true
+			ids = append(ids, n)
+		}
+	}
+	sort.Ints(ids)
+	out := make([]string, len(ids))
+	for i, n := range ids {
+		out[i] = strconv.Itoa(n)
+	}
+	return out
+}
+
+func stringKeys(m map[string]v1alpha1.InstanceDesiredStatus) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func (t tappTarget) write(ctx context.Context, c *Controller, _ *v1alpha1.Canary, w targetWrite) (string, error) {
+	tapp := t.TApp
+	switch w.kind {
+	case setPartition:
+		if err := c.patchTAppPartition(ctx, tapp.Namespace, tapp.Name, w.partition); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("set the partition of TApp %q from %d to %d", tapp.Name, tappPartition(tapp), w.partition), nil
+	default:
+		if err := c.restoreTAppRevision(ctx, tapp, w.revision); err != nil {
+			return "", fmt.Errorf("writing the templates of revision %s back to TApp %q: %w", w.revision, tapp.Name, err)
+		}
+		return fmt.Sprintf("wrote the templates of revision %s back to TApp %q (%s)", w.revision, tapp.Name, w.reason), nil
+	}
+}
+
+// patchTAppPartition sets spec.updateStrategy.partition with a merge patch (a TApp is a custom
+// resource: no strategic merge), leaving the rest of the update strategy as it is.
+func (c *Controller) patchTAppPartition(ctx context.Context, namespace, name string, partition int32) error {
+	patch := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"partition":%d}}}`, partition)
+	if _, err := c.client.AppsV1alpha1().TApps(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting the partition of TApp %q to %d: %w", name, partition, err)
+	}
+	return nil
+}
+
+// restoreTAppRevision writes the templates a ControllerRevision of t recorded back to t. Its data
+// is what the TApp controller records (revisionData in pkg/controller/tapp): spec.template and
+// spec.templatePool. A merge patch would merge the template's labels and annotations into the
+// current ones, so a JSON patch replaces the template, and the pool (or removes it when the
+// revision had none); the TApp controller then finds the revision's hash again.
+func (c *Controller) restoreTAppRevision(ctx context.Context, t *v1alpha1.TApp, name string) error {
+	rev, err := c.kubeClient.AppsV1().ControllerRevisions(t.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+	}
+	if !metav1.IsControlledBy(rev, t) {
+		return fmt.Errorf("ControllerRevision %q does not belong to TApp %q", name, t.Name)
+	}
+	var data struct {
+		Spec struct {
+			Template     json.RawMessage `json:"template"`
+			TemplatePool json.RawMessage `json:"templatePool"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil || len(data.Spec.Template) == 0 {
+		return fmt.Errorf("ControllerRevision %q holds no TApp template (%v): was it written by the agent?", name, err)
+	}
+	ops := []map[string]any{{"op": "replace", "path": "/spec/template", "value": data.Spec.Template}}
+	switch {
+	case len(data.Spec.TemplatePool) > 0 && string(data.Spec.TemplatePool) != "null":
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/templatePool", "value": data.Spec.TemplatePool})
+	case t.Spec.TemplatePool != nil:
+		ops = append(ops, map[string]any{"op": "remove", "path": "/spec/templatePool"})
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	_, err = c.client.AppsV1alpha1().TApps(t.Namespace).Patch(ctx, t.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func tappPartition(t *v1alpha1.TApp) int32 {
+	if p := t.Spec.UpdateStrategy.Partition; p != nil {
+		return *p
+	}
+	return 0
+}
+
+// releaseHold sets the partition back to 0 when no release is under way, so that the TApp
+// updates its instances by itself again; in the middle of a release it leaves the partition
+// where it is (lowering it would update the rest without steps) and says so.
+func (k tappKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
+	t, err := k.lister.TApps(cn.Namespace).Get(cn.Spec.TargetRef.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading TApp %s: %w", cn.Spec.TargetRef.Name, err)
+	}
+	p := tappPartition(t)
+	if p == 0 {
+		return nil
+	}
+	if t.Status.UpdateRevision != t.Status.CurrentRevision {
+		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
+			"Canary deleted mid-release: TApp %q keeps partition %d (%d instances on revision %s); lower it to finish (kubectl workload set-partition tapp/%s 0) or undo it (kubectl workload undo tapp/%s)",
+			t.Name, p, t.Status.UpdatedReplicas, t.Status.UpdateRevision, t.Name, t.Name)
+		return nil
+	}
+	if err := c.patchTAppPartition(ctx, t.Namespace, t.Name, 0); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the hold: %w", err)
+	}
+	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
+		"Canary deleted: TApp %q is no longer held (partition %d → 0) and updates its instances by itself again", t.Name, p)
+	return nil
+}
