@@ -1,0 +1,264 @@
+package canary
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
+)
+
+// A Canary with targetRef {kind: TApp} releases a TApp in place (DESIGN §2.5): it holds
+// spec.updateStrategy.partition at replicas, so that a new template updates no instance, then
+// lowers it step by step; the agent's TApp controller updates the instances with the highest ids
+// (in place: only the image changes), within the TApp's maxUnavailable (1). A failing check
+// writes the stable revision's templates back. An invariant watcher fails the test the moment
+// more than maxUnavailable of the instances lack a ready pod, or an instance id has two pods.
+
+const (
+	tappName     = "games"
+	tappReplicas = 4
+)
+
+// tappTargetEnv is a namespace with a TApp of 4 ready instances and an agent running the canary
+// and TApp controllers.
+type tappTargetEnv struct {
+	*env
+	watching atomic.Bool // the invariant applies once every instance was ready
+}
+
+func setupTAppTarget(t *testing.T) *tappTargetEnv {
+	t.Helper()
+	e := &tappTargetEnv{env: &env{Env: e2eenv.Setup(t)}}
+	labels := map[string]string{"app": tappName}
+	tapp := &v1alpha1.TApp{
+		ObjectMeta: metav1.ObjectMeta{Name: tappName},
+		Spec: v1alpha1.TAppSpec{
+			Replicas: ptr.To[int32](tappReplicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: podTemplate(labels, "example.com/games:v1"),
+		},
+	}
+	tapp.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	e2eenv.Create(t, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), tapp)
+	e.startTAppAgent()
+	e.waitTApp("4 ready instances", func(a *v1alpha1.TApp) bool {
+		return a.Status.ReadyReplicas == tappReplicas && a.Status.AvailableReplicas == tappReplicas && a.Status.UpdatedReplicas == tappReplicas
+	})
+	w := e.WatchPods("invariant", v1alpha1.LabelTAppName+"="+tappName, e.checkTAppInvariant)
+	e.watching.Store(true)
+	t.Cleanup(func() { w.Verify(t) })
+	return e
+}
+
+// startTAppAgent starts an agent running the canary and the TApp controllers (the TApp's
+// instances are the agent's to update).
+func (e *tappTargetEnv) startTAppAgent() {
+	e.T.Helper()
+	e.agent = e.StartAgentLoggingErrors("canary,tapp")
+}
+
+// checkTAppInvariant fails the test the moment more than maxUnavailable (1) of the instances
+// 0 … replicas-1 lack a ready, non-terminating pod, or two live pods carry one instance id.
+func (e *tappTargetEnv) checkTAppInvariant(pods map[types.UID]*corev1.Pod) []string {
+	if !e.watching.Load() {
+		return nil
+	}
+	live, ready := map[int]int{}, map[int]bool{}
+	var out []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		id, err := strconv.Atoi(p.Labels[v1alpha1.LabelInstanceID])
+		if err != nil {
+			out = append(out, fmt.Sprintf("pod %s has instance id %q", p.Name, p.Labels[v1alpha1.LabelInstanceID]))
+			continue
+		}
+		live[id]++
+		ready[id] = ready[id] || e2eenv.PodReady(p)
+	}
+	unavailable := 0
+	for id := 0; id < tappReplicas; id++ {
+		if !ready[id] {
+			unavailable++
+		}
+		if live[id] > 1 {
+			out = append(out, fmt.Sprintf("instance %d has %d live pods", id, live[id]))
+		}
+	}
+	if unavailable > 1 {
+		out = append(out, fmt.Sprintf("%d instances unavailable > maxUnavailable = 1", unavailable))
+	}
+	if out != nil {
+		e.Cancel()
+	}
+	return out
+}
+
+func (e *tappTargetEnv) tapp() *v1alpha1.TApp {
+	e.T.Helper()
+	return e2eenv.Get(e.T, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), tappName)
+}
+
+func (e *tappTargetEnv) waitTApp(what string, cond func(*v1alpha1.TApp) bool) {
+	e.T.Helper()
+	e.Eventually("TApp "+what, func() (bool, string) {
+		a, err := e.Apps.AppsV1alpha1().TApps(e.NS).Get(e.Ctx, tappName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return a.Status.ObservedGeneration >= a.Generation && cond(a), fmt.Sprintf("%+v partition %d", a.Status, tappPartitionOf(a))
+	})
+}
+
+func tappPartitionOf(a *v1alpha1.TApp) int32 { return ptr.Deref(a.Spec.UpdateStrategy.Partition, 0) }
+
+// setTAppImage is kubectl workload set image tapp/games: the template's image, nothing else.
+func (e *tappTargetEnv) setTAppImage(image string) {
+	e.T.Helper()
+	patch := fmt.Appendf(nil, `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, image)
+	if _, err := e.Apps.AppsV1alpha1().TApps(e.NS).Patch(e.Ctx, tappName, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// tappImages counts the TApp's live pods by image.
+func (e *tappTargetEnv) tappImages() map[string]int {
+	e.T.Helper()
+	pods, err := e.Kube.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelTAppName + "=" + tappName})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Spec.Containers[0].Image]++
+		}
+	}
+	return out
+}
+
+func (e *tappTargetEnv) createTAppCanary(checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {
+	e.T.Helper()
+	c := &v1alpha1.Canary{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.CanarySpec{
+			Replicas:  tappReplicas,
+			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: tappName},
+			Steps:     steps,
+			Analysis:  checks,
+		},
+	}
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// waitHolding waits for the Canary to hold the TApp between releases.
+func (e *tappTargetEnv) waitHolding() *v1alpha1.Canary {
+	e.T.Helper()
+	return e.waitCanary("Completed (Holding)", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == v1alpha1.CanaryCompleted && p != nil && p.Reason == v1alpha1.ReasonHolding
+	})
+}
+
+// waitStep1Baking waits for step 1 to bake (its timed pause) with its instance updated.
+func (e *tappTargetEnv) waitStep1Baking() {
+	e.T.Helper()
+	e.waitCanary("step 1 to bake with 1 instance on the new revision", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.CurrentBatch == 1 && len(c.Status.Batches) > 0 && c.Status.Batches[0].State == v1alpha1.BatchBaking
+	})
+}
+
+// A release in 3 steps with a timed pause and a passing Job check completes; the next, whose
+// check fails at step 2, is rolled back by itself to the stable revision.
+func TestTAppTargetReleases(t *testing.T) {
+	e := setupTAppTarget(t)
+	e.createTAppCanary([]v1alpha1.AnalysisCheck{jobCheck("example.com/smoke:job-succeed")},
+		step(intstr.FromInt32(1), pauseFor(10*time.Second)),
+		step(intstr.FromString("50%"), nil, "smoke"),
+		step(intstr.FromInt32(tappReplicas), nil))
+
+	c := e.waitHolding()
+	if a := e.tapp(); tappPartitionOf(a) != tappReplicas || c.Status.Target == nil || c.Status.Target.Partition != tappReplicas {
+		t.Fatalf("held at partition %d (status %+v), want %d", tappPartitionOf(a), c.Status.Target, tappReplicas)
+	}
+	v1 := c.Status.Target.StableRevision
+
+	// Release 1: v2 passes.
+	e.setTAppImage("example.com/games:v2")
+	e.waitStep1Baking()
+	if got := e.tappImages(); got["example.com/games:v2"] != 1 {
+		t.Errorf("during step 1's pause: images %v, want 1 instance on v2", got)
+	}
+	if a := e.tapp(); tappPartitionOf(a) != tappReplicas-1 || a.Status.CurrentRevision != v1 {
+		t.Errorf("during step 1's pause: partition %d, current revision %s (want %d, %s)", tappPartitionOf(a), a.Status.CurrentRevision, tappReplicas-1, v1)
+	}
+	c = e.waitCanary("release 1 to complete", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil &&
+			c.Status.Target.StableRevision != v1 && c.Status.Target.StableRevision == c.Status.Target.UpdateRevision
+	})
+	if got := e.tappImages(); got["example.com/games:v2"] != tappReplicas {
+		t.Errorf("after release 1: images %v", got)
+	}
+	e.waitTApp("held again after release 1", func(a *v1alpha1.TApp) bool { return tappPartitionOf(a) == tappReplicas })
+	e.WaitEvent(v1alpha1.EventAnalysisPassed)
+	e.WaitEvent(v1alpha1.EventReleaseComplete)
+	v2 := c.Status.Target.StableRevision
+
+	// Release 2: the check now fails at step 2; the templates of v2 are written back.
+	e.patchSpec(`{"analysis":[` + mustJSON(t, jobCheck("example.com/smoke:job-fail")) + `]}`)
+	e.setTAppImage("example.com/games:v3")
+	c = e.waitCanary("release 2 to roll back by itself", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryRolledBack && c.Status.Abort != nil
+	})
+	if a := c.Status.Abort; a.Reason != v1alpha1.ReasonAnalysisFailed || a.Check != "smoke" || a.Step != 2 {
+		t.Errorf("abort %+v, want AnalysisFailed of smoke at step 2", a)
+	}
+	a := e.tapp()
+	if img := a.Spec.Template.Spec.Containers[0].Image; img != "example.com/games:v2" || a.Status.CurrentRevision != v2 || a.Status.UpdateRevision != v2 || tappPartitionOf(a) != tappReplicas {
+		t.Errorf("after the rollback: template image %s, revisions %s/%s (want %s), partition %d", img, a.Status.CurrentRevision, a.Status.UpdateRevision, v2, tappPartitionOf(a))
+	}
+	if got := e.tappImages(); got["example.com/games:v2"] != tappReplicas {
+		t.Errorf("after the rollback: images %v", got)
+	}
+	e.WaitEvent(v1alpha1.EventTemplateRestored)
+}
+
+// The agent killed in the middle of a release (SIGKILL, during step 1's pause) and started again
+// finishes it from where the Canary's status says it was, every instance on the new revision.
+func TestTAppTargetAgentKilledMidRelease(t *testing.T) {
+	e := setupTAppTarget(t)
+	e.createTAppCanary(nil,
+		step(intstr.FromInt32(1), pauseFor(15*time.Second)), // the kill comes within it
+		step(intstr.FromInt32(2), pauseFor(time.Second)))
+	e.waitHolding()
+	e.setTAppImage("example.com/games:v2")
+	e.waitStep1Baking()
+	e.agent.Kill()
+	if p := tappPartitionOf(e.tapp()); p != tappReplicas-1 {
+		t.Fatalf("partition %d while the agent is down, want %d (step 1)", p, tappReplicas-1)
+	}
+	e.startTAppAgent()
+	e.waitCanary("the release to complete", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil &&
+			c.Status.Target.StableRevision == c.Status.Target.UpdateRevision && c.Status.CurrentBatch == 3
+	})
+	if got := e.tappImages(); got["example.com/games:v2"] != tappReplicas {
+		t.Errorf("after the release: images %v", got)
+	}
+	e.waitTApp("held again", func(a *v1alpha1.TApp) bool { return tappPartitionOf(a) == tappReplicas })
+}
