@@ -189,6 +189,21 @@ func canaryObjects() []runtime.Object {
 	return objs
 }
 
+// tappCanary releases TApp web in place: step 1 of 2 bakes with 1 instance on the new revision.
+func tappCanary() *v1alpha1.Canary {
+	c := &v1alpha1.Canary{ObjectMeta: meta("games", "uid-canary-games", time.Hour, nil, nil, schema{})}
+	c.Spec.Replicas = 5
+	c.Spec.Batches = ptr.To[int32](2)
+	c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: "web"}
+	c.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryProgressing, CurrentBatch: 1,
+		CanaryReplicas: 1, CanaryAvailable: 1, StableReplicas: 4, StableAvailable: 2,
+		Batches: []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 1, State: v1alpha1.BatchBaking, StartTime: ptr.To(metav1.NewTime(t0.Add(-5 * time.Minute)))},
+			{Index: 2, CanaryReplicas: 5, State: v1alpha1.BatchPending}},
+		Target: &v1alpha1.CanaryTargetStatus{StableRevision: "web-6b5d", UpdateRevision: "web-84f1", Partition: 4, UpdatedReplicas: 1, AvailableReplicas: 3}}
+	return c
+}
+
 func stsObjects() []runtime.Object {
 	s := &appsv1.StatefulSet{ObjectMeta: meta("db", "uid-db", 72*time.Hour, nil, nil, schema{})}
 	s.Spec.Replicas = ptr.To[int32](3)
@@ -211,7 +226,7 @@ func TestGet(t *testing.T) {
 		}
 		return out
 	}
-	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(),
+	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(), []runtime.Object{tappCanary()},
 		deployment("front", 2, labels("app", "front"), nil, []rev{{"aaaa", []string{"front-aaaa-1"}}, {"bbbb", []string{"front-bbbb-1", "front-bbbb-2"}}}))
 	tests := []struct {
 		name string
@@ -222,6 +237,7 @@ func TestGet(t *testing.T) {
 		{"ud-tree-kind-name", []string{"UnitedDeployment", "orders"}},
 		{"ud-tree", []string{"ud/orders"}},
 		{"canary-tree", []string{"canary", "checkout"}},
+		{"canary-tapp-target-tree", []string{"canary/games"}},
 		{"deploy-tree", []string{"deploy/front"}},
 		{"sts-tree", []string{"sts/db"}},
 		{"tapp-name", []string{"tapp/web", "-o", "name"}},

@@ -60,7 +60,11 @@ func objects() []runtime.Object {
 	db.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init-db", Image: "postgres:15"}}
 	held := &appsv1.Deployment{ObjectMeta: meta("checkout-stable")}
 	held.Spec.Template = template("app", "shop:1")
-	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held}
+	arcade := &v1alpha1.TApp{ObjectMeta: meta("arcade")}
+	arcade.Spec.Template = template("app", "arcade:1")
+	arcadeCanary := &v1alpha1.Canary{ObjectMeta: meta("arcade")}
+	arcadeCanary.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: "arcade"}
+	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held, arcade, arcadeCanary}
 }
 
 func TestSetImage(t *testing.T) {
@@ -92,6 +96,7 @@ func TestSetImage(t *testing.T) {
 		{"error-deployment-held-by-canary", []string{"deploy/checkout-stable", "app=shop:2"}, false},
 		{"error-canary-with-target", []string{"canary/ledger", "postgres=postgres:16"}, false},
 		{"statefulset-released-by-canary", []string{"sts/db", "postgres=postgres:16"}, false},
+		{"tapp-released-by-canary", []string{"tapp/arcade", "app=arcade:2"}, false},
 		{"error-unknown-container", []string{"tapp/web", "app=nginx:1.26", "db=postgres:16"}, false},
 		{"error-unknown-container-in-pool", []string{"tapp/web", "log=fluent:2", "--template", "canary"}, false},
 		{"error-unknown-container-deployment", []string{"deploy/front", "web=nginx:1.26"}, false},

@@ -54,7 +54,11 @@ func objects() []runtime.Object {
 	held.Name = "ledger"
 	ledger := &v1alpha1.Canary{ObjectMeta: meta("ledger")}
 	ledger.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "StatefulSet", Name: "ledger"}
-	return []runtime.Object{tapp, sts, onDelete, orders, ud("front", true), fresh, canary, held, ledger}
+	arena := tapp.DeepCopy()
+	arena.Name = "arena"
+	arenaCanary := &v1alpha1.Canary{ObjectMeta: meta("arena")}
+	arenaCanary.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: "arena"}
+	return []runtime.Object{tapp, sts, onDelete, orders, ud("front", true), fresh, canary, held, ledger, arena, arenaCanary}
 }
 
 func TestSetPartition(t *testing.T) {
@@ -97,6 +101,7 @@ func TestSetPartition(t *testing.T) {
 		{"error-deployment", []string{"deploy/front", "1"}, false},
 		{"error-missing", []string{"sts/nope", "1"}, false},
 		{"error-statefulset-released-by-canary", []string{"sts/ledger", "0"}, false},
+		{"error-tapp-released-by-canary", []string{"tapp/arena", "0"}, false},
 		{"error-no-args", nil, false},
 	}
 	for _, tt := range tests {

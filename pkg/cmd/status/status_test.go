@@ -258,6 +258,13 @@ func TestStatusOnce(t *testing.T) {
 			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "batch 2/3: 1 of 2 canary pods available, stable at 1"
 			c.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "db-6b5d", UpdateRevision: "db-84f1", Partition: 1, UpdatedReplicas: 2, AvailableReplicas: 2}
 		}), []string{"canary/checkout"}},
+		{"canary-tapp-target-releasing", canary(func(c *v1alpha1.Canary) {
+			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: "web"}
+			c.Spec.Replicas = 5
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "batch 1/4: 1 of 1 canary pods available, stable at 4"
+			c.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "web-6b5d", UpdateRevision: "web-84f1", Partition: 4, UpdatedReplicas: 1, AvailableReplicas: 5}
+		}), []string{"canary/checkout"}},
 		{"error-missing", tapp(nil), []string{"tapp/nope"}},
 		{"error-unknown-type", tapp(nil), []string{"pod/web"}},
 		{"error-no-args", tapp(nil), nil},
@@ -479,4 +486,14 @@ func TestStatusOfADeploymentHeldByACanary(t *testing.T) {
 	c := canary(func(c *v1alpha1.Canary) { c.Spec.StableRef.Name = "front"; c.Spec.Canary.Name = "front-v2" })
 	res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{deploy(nil), c}, "deploy/front")
 	cmdtest.Golden(t, "deploy-held-by-canary", res.Transcript())
+}
+
+// A TApp a Canary releases in place says which Canary drives it.
+func TestStatusOfATAppHeldByACanary(t *testing.T) {
+	c := canary(func(c *v1alpha1.Canary) {
+		c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+		c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: "web"}
+	})
+	res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{tapp(nil), c}, "tapp/web")
+	cmdtest.Golden(t, "tapp-held-by-canary", res.Transcript())
 }
