@@ -38,7 +38,9 @@ type tappTargetEnv struct {
 	watching atomic.Bool // the invariant applies once every instance was ready
 }
 
-func setupTAppTarget(t *testing.T) *tappTargetEnv {
+// setupTAppTarget makes the TApp and starts the agent; with watchPods (a test in which pods
+// change) the invariant watcher too.
+func setupTAppTarget(t *testing.T, watchPods bool) *tappTargetEnv {
 	t.Helper()
 	e := &tappTargetEnv{env: &env{Env: e2eenv.Setup(t)}}
 	labels := map[string]string{"app": tappName}
@@ -56,9 +58,11 @@ func setupTAppTarget(t *testing.T) *tappTargetEnv {
 	e.waitTApp("4 ready instances", func(a *v1alpha1.TApp) bool {
 		return a.Status.ReadyReplicas == tappReplicas && a.Status.AvailableReplicas == tappReplicas && a.Status.UpdatedReplicas == tappReplicas
 	})
-	w := e.WatchPods("invariant", v1alpha1.LabelTAppName+"="+tappName, e.checkTAppInvariant)
-	e.watching.Store(true)
-	t.Cleanup(func() { w.Verify(t) })
+	if watchPods {
+		w := e.WatchPods("invariant", v1alpha1.LabelTAppName+"="+tappName, e.checkTAppInvariant)
+		e.watching.Store(true)
+		t.Cleanup(func() { w.Verify(t) })
+	}
 	return e
 }
 
@@ -186,7 +190,7 @@ func (e *tappTargetEnv) waitStep1Baking() {
 // A release in 3 steps with a timed pause and a passing Job check completes; the next, whose
 // check fails at step 2, is rolled back by itself to the stable revision.
 func TestTAppTargetReleases(t *testing.T) {
-	e := setupTAppTarget(t)
+	e := setupTAppTarget(t, true)
 	e.createTAppCanary([]v1alpha1.AnalysisCheck{jobCheck("example.com/smoke:job-succeed")},
 		step(intstr.FromInt32(1), pauseFor(10*time.Second)),
 		step(intstr.FromString("50%"), nil, "smoke"),
@@ -241,7 +245,7 @@ func TestTAppTargetReleases(t *testing.T) {
 // The agent killed in the middle of a release (SIGKILL, during step 1's pause) and started again
 // finishes it from where the Canary's status says it was, every instance on the new revision.
 func TestTAppTargetAgentKilledMidRelease(t *testing.T) {
-	e := setupTAppTarget(t)
+	e := setupTAppTarget(t, true)
 	e.createTAppCanary(nil,
 		step(intstr.FromInt32(1), pauseFor(15*time.Second)), // the kill comes within it
 		step(intstr.FromInt32(2), pauseFor(time.Second)))
@@ -261,4 +265,47 @@ func TestTAppTargetAgentKilledMidRelease(t *testing.T) {
 		t.Errorf("after the release: images %v", got)
 	}
 	e.waitTApp("held again", func(a *v1alpha1.TApp) bool { return tappPartitionOf(a) == tappReplicas })
+}
+
+// waitDegraded waits for Canary n to be Degraded with reason.
+func (e *tappTargetEnv) waitDegraded(n, reason string) {
+	e.T.Helper()
+	e.Eventually("Canary "+n+" Degraded "+reason, func() (bool, string) {
+		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, n, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+		return c.Status.Phase == v1alpha1.CanaryDegraded && d != nil && d.Reason == reason, describe(c)
+	})
+}
+
+// A second Canary of the same TApp is refused with a condition, as is a paused TApp (until it
+// is resumed); deleting the Canary between releases lets the TApp go (partition 0).
+func TestTAppTargetRefusals(t *testing.T) {
+	e := setupTAppTarget(t, false)
+	e.createTAppCanary(nil, step(intstr.FromInt32(tappReplicas), nil))
+	e.waitHolding()
+
+	second := &v1alpha1.Canary{
+		ObjectMeta: metav1.ObjectMeta{Name: "second"},
+		Spec: v1alpha1.CanarySpec{Replicas: tappReplicas, Batches: ptr.To[int32](1),
+			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: tappName}},
+	}
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, second, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitDegraded("second", v1alpha1.ReasonTargetHeld)
+
+	e2eenv.Update(t, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), tappName, func(a *v1alpha1.TApp) { a.Spec.UpdateStrategy.Paused = true })
+	e.waitDegraded(name, v1alpha1.ReasonTargetUnsupported)
+	e2eenv.Update(t, e.Ctx, e.Apps.AppsV1alpha1().TApps(e.NS), tappName, func(a *v1alpha1.TApp) { a.Spec.UpdateStrategy.Paused = false })
+	e.waitHolding()
+
+	for _, n := range []string{"second", name} {
+		if err := e.Apps.AppsV1alpha1().Canaries(e.NS).Delete(e.Ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitTApp("released by the deleted Canary", func(a *v1alpha1.TApp) bool { return tappPartitionOf(a) == 0 })
 }
