@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // AuditPolicy is the kube-apiserver audit policy the benchmarks run with: every write, at the
@@ -38,6 +39,13 @@ type AuditCounts struct {
 	Failed map[AuditKey]int
 	// Lines is the number of complete lines read.
 	Lines int
+	// Answered holds, for every series of successful writes (status below 400), the times the
+	// API server answered them (stageTimestamp), in log order; Latency, how long each took
+	// (stageTimestamp - requestReceivedTimestamp). They make a phase's timeline: when the
+	// controller's last create, the scheduler's last binding, kwok's last status write were
+	// answered, and how fast.
+	Answered map[AuditKey][]time.Time
+	Latency  map[AuditKey]Durations
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the benchmarks read.
@@ -56,6 +64,8 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
 // auditVerbs maps the audit log's verbs to apiserver_request_total's.
@@ -66,7 +76,7 @@ var auditVerbs = map[string]string{
 // ReadAudit counts the writes in the audit log at path from byte offset on, and returns the
 // offset after the last complete line, where the next read should start.
 func ReadAudit(path string, offset int64) (AuditCounts, int64, error) {
-	out := AuditCounts{Writes: map[AuditKey]int{}, Failed: map[AuditKey]int{}}
+	out := newAuditCounts()
 	f, err := os.Open(path)
 	if err != nil {
 		return out, offset, err
@@ -103,8 +113,46 @@ func ReadAudit(path string, offset int64) (AuditCounts, int64, error) {
 		out.Writes[k]++
 		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
 			out.Failed[k]++
+		} else if !ev.StageTimestamp.IsZero() {
+			out.Answered[k] = append(out.Answered[k], ev.StageTimestamp)
+			if !ev.RequestReceivedTimestamp.IsZero() {
+				out.Latency[k] = append(out.Latency[k], ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp))
+			}
 		}
 	}
+}
+
+func newAuditCounts() AuditCounts {
+	return AuditCounts{Writes: map[AuditKey]int{}, Failed: map[AuditKey]int{},
+		Answered: map[AuditKey][]time.Time{}, Latency: map[AuditKey]Durations{}}
+}
+
+// LastAnswered is when the API server answered the last successful write of the series
+// matching keep (the zero time if none).
+func (a AuditCounts) LastAnswered(keep func(AuditKey) bool) time.Time {
+	var last time.Time
+	for k, ts := range a.Answered {
+		if !keep(k) {
+			continue
+		}
+		for _, t := range ts {
+			if t.After(last) {
+				last = t
+			}
+		}
+	}
+	return last
+}
+
+// Latencies are the API server's latencies of the successful writes matching keep.
+func (a AuditCounts) Latencies(keep func(AuditKey) bool) Durations {
+	var out Durations
+	for k, d := range a.Latency {
+		if keep(k) {
+			out = append(out, d...)
+		}
+	}
+	return out
 }
 
 // AuditOffset is the current size of the audit log: where a measurement window starts.
@@ -142,7 +190,8 @@ func ClientName(userAgent, user string) string {
 
 // Filter keeps the writes for which keep is true.
 func (a AuditCounts) Filter(keep func(AuditKey) bool) AuditCounts {
-	out := AuditCounts{Writes: map[AuditKey]int{}, Failed: map[AuditKey]int{}, Lines: a.Lines}
+	out := newAuditCounts()
+	out.Lines = a.Lines
 	for k, v := range a.Writes {
 		if keep(k) {
 			out.Writes[k] = v
@@ -151,6 +200,16 @@ func (a AuditCounts) Filter(keep func(AuditKey) bool) AuditCounts {
 	for k, v := range a.Failed {
 		if keep(k) {
 			out.Failed[k] = v
+		}
+	}
+	for k, v := range a.Answered {
+		if keep(k) {
+			out.Answered[k] = v
+		}
+	}
+	for k, v := range a.Latency {
+		if keep(k) {
+			out.Latency[k] = v
 		}
 	}
 	return out

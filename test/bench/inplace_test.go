@@ -47,7 +47,8 @@ func reportsCPU(cpu string) func(*corev1.Pod) bool {
 // BenchmarkTAppInPlace: agent writes per pod with and without the in-place readiness gate, for
 // each operation on BENCH_REPLICAS instances: scale-out from 0, in-place image update, in-place
 // resize (cpu request through pods/resize), re-creation (env change). maxUnavailable 25%, as in
-// BenchmarkTApp. Compared with BenchmarkDeployment's scale-out when both run.
+// BenchmarkTApp. The gateless scale-out is compared with BenchmarkDeployment's when both run, an
+// indication only (BenchmarkScaleOutPair makes that comparison fair).
 func BenchmarkTAppInPlace(b *testing.B) {
 	e := getEnv(b)
 	a := e.startAgent(b, "tapp")
@@ -112,7 +113,8 @@ func BenchmarkTAppInPlace(b *testing.B) {
 
 // compareInPlaceGate prints the agent's pod writes per pod with the gate against without it
 // (targets of issue 15: create 2/1, in-place image 3/1, resize 3/1, recreate 3/2), and the
-// gateless scale-out time against the Deployment's.
+// gateless scale-out time against the Deployment's, without a target: issue 15's figure for it
+// is BenchmarkScaleOutPair's.
 func compareInPlaceGate() {
 	fmt.Printf("\n--- TApp in-place updates with and without the readiness gate, same run\n")
 	targets := map[string][2]float64{"ScaleOut": {2, 1}, "InPlaceUpdate": {3, 1}, "Resize": {3, 1}, "RecreateUpdate": {3, 2}}
@@ -127,10 +129,12 @@ func compareInPlaceGate() {
 		compare("agent pod writes per pod, "+step+", gate/no gate", "gate", "no gate", gw, nw,
 			fmt.Sprintf("%.0f / %.0f", tg[0], tg[1]), &meets)
 	}
+	// Only indicative: the two phases run minutes apart, and the agent runs only in the TApp's.
+	// Issue 15's figure is BenchmarkScaleOutPair's, which alternates them with the agent running
+	// throughout.
 	d, n := results["Deployment/ScaleOut"], results["TAppInPlace/nogate/ScaleOut"]
 	if d != nil && n != nil {
-		meets := n.ready <= d.ready
-		compare("scale-out time to every pod Ready, TApp without the gate/Deployment", "TApp (no gate)", "Deployment",
-			n.ready.Seconds(), d.ready.Seconds(), "<= 1", &meets)
+		compare("scale-out time to every pod Ready, TApp without the gate/Deployment (phases apart, agent in the TApp's only; see BenchmarkScaleOutPair)", "TApp (no gate)", "Deployment",
+			n.ready.Seconds(), d.ready.Seconds(), "", nil)
 	}
 }

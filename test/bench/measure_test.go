@@ -92,6 +92,8 @@ func (e *env) closeWindow(b *testing.B, w window) writes {
 type result struct {
 	name string
 	pods int
+	// startedAt is when the action that starts the phase was sent (the audit timeline's origin).
+	startedAt time.Time
 	// ready: every pod done; complete: the workload's status says so too.
 	first, half, ready, complete time.Duration
 	writes                       writes
@@ -162,7 +164,7 @@ func (e *env) measure(b *testing.B, ph phase) *result {
 	completeAt := time.Since(start)
 	time.Sleep(settle)
 	r := &result{
-		name: ph.name, pods: ph.pods, controller: ph.controller, ideal: max(ph.ideal, 1),
+		name: ph.name, pods: ph.pods, startedAt: start, controller: ph.controller, ideal: max(ph.ideal, 1),
 		first: tr.firstGood, half: tr.halfGood, ready: tr.allGood, complete: max(completeAt, tr.allGood),
 		writes: e.closeWindow(b, w),
 	}

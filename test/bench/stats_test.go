@@ -43,3 +43,14 @@ func TestRatio(t *testing.T) {
 		t.Errorf("Ratio(1, 0) = %q", got)
 	}
 }
+
+func TestMedianOf(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{1.4}, 1.4}, {[]float64{1.7, 0.9, 1.2}, 1.2}, {[]float64{2, 1, 4, 3}, 2.5}} {
+		if got := medianOf(c.in); got != c.want {
+			t.Errorf("medianOf(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
