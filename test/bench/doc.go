@@ -39,6 +39,17 @@
 //     process's watches: peak pods of both Deployments / (replicas + maxSurge) (target ≤ 1.0),
 //     fewest available / replicas (target ≥ 1.0), and the time the Canary said Completed minus
 //     the time its last stable pod disappeared (target ≥ 0).
+//   - BenchmarkScaleOutPair (issue 15): the scale-out from 0 to BENCH_REPLICAS Ready pods of a
+//     TApp without the in-place readiness gate against a Deployment's, fairly: one agent (all
+//     controllers) runs throughout, both use the same pod template, and the two alternate over
+//     BENCH_ROUNDS rounds (Deployment first in odd rounds), each in a fresh namespace deleted
+//     before the next phase. Reported per round and overall: TApp/Deployment time to every pod
+//     Ready, and each phase's timeline from the audit log (the controller's last pod create, the
+//     scheduler's last binding, kwok's last status write, and the API server's latency of each).
+//     Issue 15's figure is the median of the per-round ratios (target ≤ 1.0); the ratio of the
+//     sums is printed too. (BenchmarkTAppInPlace's gateless scale-out against
+//     BenchmarkDeployment's is printed as well, without a target: those phases run minutes
+//     apart, the agent only in the TApp's.)
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted
@@ -59,6 +70,7 @@
 //	BENCH_SMALL_WORKLOADS=2000          TApps, and Deployments, of BenchmarkManySmall
 //	BENCH_SMALL_REPLICAS=3              pods of each
 //	BENCH_PLUGIN_RUNS=20     runs of each plugin command
+//	BENCH_ROUNDS=3           Deployment/TApp rounds of BenchmarkScaleOutPair
 //	BENCH_QPS=100            client QPS of kube-controller-manager and the agent
 //	BENCH_BURST=200          ... and burst
 //	BENCH_AGENT_MEMORY_LIMIT=         every agent's --memory-limit (e.g. 128Mi); unset: the agent's default

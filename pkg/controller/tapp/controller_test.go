@@ -708,6 +708,35 @@ func TestCreateFailureStopsSlowStart(t *testing.T) {
 	}
 }
 
+// In a namespace being deleted every creation fails: the first failure stops the slow start, and
+// it is neither an error to retry, nor an Event (which would be refused too), nor a ReplicaFailure.
+func TestCreateInTerminatingNamespace(t *testing.T) {
+	tp := newTApp("web", 5)
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, nil, nil)
+	terminating := apierrors.NewForbidden(corev1.Resource("pods"), "web-0",
+		errors.New("unable to create new content in namespace because it is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type: corev1.NamespaceTerminatingCause, Message: "namespace is being terminated", Field: "metadata.namespace"}}
+	f.fail = map[string]error{"create pods": terminating}
+	if err := f.c.syncHandler(context.Background(), cache.NewObjectName(ns, "web")); err != nil {
+		t.Fatalf("sync failed: %v", err)
+	}
+	if creates := f.findActions("create", "pods"); len(creates) != 1 {
+		t.Errorf("%d pod creates, want 1 (the slow start stops at the first refusal)", len(creates))
+	}
+	for _, a := range f.findActions("update", "tapps/status") {
+		if st := a.(core.UpdateAction).GetObject().(*appsv1alpha1.TApp).Status; meta.FindStatusCondition(st.Conditions, appsv1alpha1.ConditionReplicaFailure) != nil {
+			t.Errorf("ReplicaFailure written: %+v", st.Conditions)
+		}
+	}
+	if !f.c.expectations.SatisfiedExpectations(ns + "/web") {
+		t.Error("expectations not lowered for failed and skipped creations")
+	}
+	if ev := f.events(); hasEvent(ev, "Warning") {
+		t.Errorf("events %q", ev)
+	}
+}
+
 func TestPodEventsResolveOwner(t *testing.T) {
 	tp := newTApp("web", 1)
 	f := newFixture(t, []*appsv1alpha1.TApp{tp}, nil, nil)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -237,7 +238,32 @@ func (c *Controller) createPods(ctx context.Context, t *appsv1alpha1.TApp, key s
 	if skipped := res.Skipped(len(creates)); skipped > 0 {
 		klog.FromContext(ctx).V(2).Info("Slow-start creation stopped at an error", "created", res.Succeeded, "skipped", skipped)
 	}
+	if namespaceTerminating(res.Err) {
+		// Every creation fails in a namespace being deleted, and the TApp goes with it: nothing
+		// to report, nor to retry before a pod or the TApp changes (the ReplicaSet controller
+		// ignores this error too).
+		klog.FromContext(ctx).V(2).Info("The namespace is being deleted; pods not created", "err", res.Err)
+		return nil
+	}
 	return res.Err
+}
+
+// namespaceTerminating reports whether err is (or aggregates) the API server's refusal to create
+// an object in a namespace being deleted.
+func namespaceTerminating(err error) bool {
+	if err == nil {
+		return false
+	}
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		for _, e := range agg.Errors() {
+			if namespaceTerminating(e) {
+				return true
+			}
+		}
+		return false
+	}
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, in instanceToCreate) error {
@@ -253,7 +279,9 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		case apierrors.IsAlreadyExists(err):
 			// Our cache lags or the claim outlived an earlier TApp of this name: use it.
 		case err != nil:
-			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating claim %s for instance %d: %v", claim.Name, in.id, err)
+			if !namespaceTerminating(err) {
+				c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating claim %s for instance %d: %v", claim.Name, in.id, err)
+			}
 			return fmt.Errorf("creating claim %s: %w", claim.Name, err)
 		default:
 			c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created claim %s for instance %d", claim.Name, in.id)
@@ -276,7 +304,9 @@ func (c *Controller) createInstance(ctx context.Context, t *appsv1alpha1.TApp, i
 		}
 	}
 	if err != nil {
-		c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
+		if !namespaceTerminating(err) {
+			c.Recorder.Eventf(t, corev1.EventTypeWarning, appsv1alpha1.ReasonFailedCreate, "Error creating pod %s for instance %d: %v", pod.Name, in.id, err)
+		}
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonSuccessfulCreate, "Created pod %s for instance %d", pod.Name, in.id)
