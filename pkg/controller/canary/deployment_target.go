@@ -51,7 +51,7 @@ func isDeploymentTarget(cn *v1alpha1.Canary) bool {
 
 // TemporaryCanaryName is the name of the canary Deployment of a Canary that releases a
 // Deployment through spec.targetRef.
-func TemporaryCanaryName(canary string) string { return canary + "-canary" }
+func TemporaryCanaryName(canary string) string { return v1alpha1.TemporaryCanaryName(canary) }
 
 // deploymentNames are the Deployments a Canary names: its stable and canary Deployments, or
 // its target Deployment and the temporary canary one.

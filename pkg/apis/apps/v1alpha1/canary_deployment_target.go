@@ -9,3 +9,7 @@ const (
 	// release or of its rollback.
 	EventCanaryDeleted = "CanaryDeploymentDeleted"
 )
+
+// TemporaryCanaryName is the name of the canary Deployment a Canary whose spec.targetRef is a
+// Deployment creates for each release (and deletes at its end).
+func TemporaryCanaryName(canary string) string { return canary + "-canary" }
