@@ -203,3 +203,26 @@ func TestDeploymentTargetNewReleaseAfterAnAbort(t *testing.T) {
 		t.Errorf("abort %+v still there", c.Status.Abort)
 	}
 }
+
+func TestDeploymentTargetChangeMidReleaseRestartsFromStep1(t *testing.T) {
+	f := releaseToStep1(t)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 }) // given for nginx:1.27
+	f.setImage("nginx:1.28")
+	// From step 1 again: the approval goes, and the canary Deployment takes the newest template
+	// within the pod of room left (maxSurge 1).
+	f.step(
+		`patch canaries checkout [{"op":"test","path":"/spec/approvedBatch","value":1},{"op":"replace","path":"/spec/approvedBatch","value":0}]`,
+		"update deployments checkout-canary",
+		"update canaries/status checkout",
+	)
+	c := f.status(v1alpha1.CanaryProgressing, 1, v1alpha1.BatchUpgrading, v1alpha1.BatchPending)
+	if c.Spec.ApprovedBatch != 0 {
+		t.Errorf("approvedBatch %d, want 0 for the new release", c.Spec.ApprovedBatch)
+	}
+	if img := f.deployment("checkout-canary").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" {
+		t.Errorf("canary Deployment runs %s, want nginx:1.28", img)
+	}
+	if c.Status.Target.UpdateRevision != templateRevision(&f.deployment("checkout").Spec.Template) {
+		t.Errorf("target %+v does not name the newest template", c.Status.Target)
+	}
+}
