@@ -17,7 +17,8 @@ import (
 // deploymentTargetCounts is the status line's counts of a Canary whose target is a Deployment.
 func deploymentTargetCounts(c *v1alpha1.Canary) string {
 	t, st, name := c.Status.Target, &c.Status, c.Spec.TargetRef.Name
-	if t.UpdateRevision == t.StableRevision && st.CanaryReplicas == 0 {
+	held := st.Phase == v1alpha1.CanaryCompleted || st.Phase == v1alpha1.CanaryRolledBack
+	if t.UpdateRevision == t.StableRevision && held {
 		return fmt.Sprintf("deploy/%s at template %s, %d/%d available, held paused",
 			name, t.StableRevision, st.StableAvailable, c.Spec.Replicas)
 	}
