@@ -451,6 +451,17 @@ func deploymentTargetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
 	st.Target = t
 }
 
+// stableTemplate reports whether d's template is the stable one cn recorded (true when cn
+// recorded none: nothing was released).
+func stableTemplate(cn *v1alpha1.Canary, d *appsv1.Deployment) bool {
+	r := &reconciler{canary: cn}
+	snap, err := r.snapshot()
+	if err != nil || snap == nil || snap.Deployment != d.Name {
+		return true
+	}
+	return equality.Semantic.DeepEqual(snap.Template, d.Spec.Template)
+}
+
 // releaseDeploymentHold, as a Canary that releases a Deployment is deleted, resumes the
 // Deployment when no release is under way, so that it rolls its template by itself again; in
 // the middle of a release it leaves it paused (resuming it would roll the new template without
@@ -468,14 +479,19 @@ func (c *Controller) releaseDeploymentHold(ctx context.Context, cn *v1alpha1.Can
 		return nil
 	}
 	tmp, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Get(ctx, TemporaryCanaryName(cn.Name), metav1.GetOptions{})
-	if err == nil {
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading Deployment %s: %w", TemporaryCanaryName(cn.Name), err)
+	}
+	if err == nil || !stableTemplate(cn, d) {
+		// Mid-release: resumed, the Deployment would roll the new template without steps.
+		canaryPods := int32(0)
+		if err == nil {
+			canaryPods = replicasOf(tmp)
+		}
 		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventTargetPaused,
 			"Canary deleted mid-release: Deployment %q stays paused with %d replicas and canary Deployment %q keeps %d; resume it to roll its template (kubectl rollout resume deploy/%s), then delete deploy/%s",
-			name, replicasOf(d), tmp.Name, replicasOf(tmp), name, tmp.Name)
+			name, replicasOf(d), TemporaryCanaryName(cn.Name), canaryPods, name, TemporaryCanaryName(cn.Name))
 		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading Deployment %s: %w", TemporaryCanaryName(cn.Name), err)
 	}
 	patch := []byte(`{"spec":{"paused":false}}`)
 	if _, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {

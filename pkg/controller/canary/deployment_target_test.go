@@ -226,3 +226,27 @@ func TestDeploymentTargetChangeMidReleaseRestartsFromStep1(t *testing.T) {
 		t.Errorf("target %+v does not name the newest template", c.Status.Target)
 	}
 }
+
+// Deleted between releases, the Canary resumes the Deployment: it rolls its template by
+// itself again.
+func TestDeploymentTargetDeletedBetweenReleases(t *testing.T) {
+	f := heldTarget(t)
+	f.editCanary(deleting)
+	f.step(`patch deployments checkout {"spec":{"paused":false}}`, removeFinalizer)
+	if f.deployment("checkout").Spec.Paused {
+		t.Error("checkout still paused after its Canary was deleted")
+	}
+}
+
+// Deleted mid-release, the Canary leaves the Deployment paused (resumed, it would roll the new
+// template without steps) and the canary Deployment serving, and says so.
+func TestDeploymentTargetDeletedMidRelease(t *testing.T) {
+	f := releaseToStep1(t)
+	f.events()
+	f.editCanary(deleting)
+	f.step(orphanCanary, removeFinalizer)
+	if !f.deployment("checkout").Spec.Paused || *f.deployment("checkout-canary").Spec.Replicas != 1 {
+		t.Error("checkout resumed, or its canary Deployment changed, by the deletion mid-release")
+	}
+	f.wantEvent("Warning " + v1alpha1.EventTargetPaused + " Canary deleted mid-release")
+}
