@@ -205,6 +205,9 @@ func (r *reconciler) holdFirst() {
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
 		r.message = fmt.Sprintf("waiting for Deployment %q to finish its own rollout (%d of %d pods updated, %d available) before holding it",
 			d.Name, d.Status.UpdatedReplicas, replicasOf(d), d.Status.AvailableReplicas)
+		if d.Spec.Paused {
+			r.message += fmt.Sprintf("; it is paused mid-rollout: resume it (kubectl rollout resume deploy/%s) or undo its template", d.Name)
+		}
 		return
 	}
 	r.recordStable()
