@@ -136,11 +136,11 @@ var Permissions = []Permission{
 	// Deployments.
 	{apps, "deployments", "list", "", informerList + " (managed-by label: subset and canary Deployments); canary: the watch of each Deployment a Canary names (fieldSelector metadata.name)"},
 	{apps, "deployments", "watch", "", informerWatch},
-	{apps, "deployments", "get", "", "canary: orphanDeployments reads the canary Deployment from the API server before removing its owner reference"},
+	{apps, "deployments", "get", "", "canary: orphanDeployments reads the canary Deployment from the API server before removing its owner reference; releaseDeploymentHold reads a target Deployment as its Canary is deleted"},
 	{apps, "deployments", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset Deployment; canary: createCanary"},
 	{apps, "deployments", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset Deployment; canary: updateCanaryTemplate"},
-	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted"},
-	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset Deployment; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments)"},
+	{apps, "deployments", "patch", "", "canary: scaleCanary, scaleStable, restoreStable, and removing the owner reference when a Canary is deleted; pausing and resuming a target Deployment (executeDeploymentTarget, releaseDeploymentHold)"},
+	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset Deployment; also what OwnerReferencesPermissionEnforcement requires to change a Deployment's owner references (canary: orphanDeployments); canary: deleting the temporary canary Deployment of a target Deployment after its release (executeDeploymentTarget)"},
 
 	// Jobs: the job provider of Canary analysis (one Job per measurement, owned by the Canary).
 	{batch, "jobs", "get", "", "canary analysis: analysis.Job.Measure reads its Job's outcome (no informer: a Job is polled only while its check measures)"},

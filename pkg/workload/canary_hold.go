@@ -17,6 +17,9 @@ type Holder struct {
 	// Role is "stable" (spec.stableRef), "canary" (spec.canary.name) or "target"
 	// (spec.targetRef).
 	Role string
+	// Target names the Deployment a Canary releases through its temporary canary Deployment,
+	// when Role is "canary" of such a Canary.
+	Target string
 }
 
 // CanaryHolding finds the Canary of the namespace that names Deployment name as its stable or
@@ -39,6 +42,9 @@ func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, kin
 			if t.Kind == kind && t.Name == name {
 				return &Holder{Canary: c.Name, Role: "target"}, nil
 			}
+			if t.Kind == Deployment.Name && kind == Deployment.Name && name == v1alpha1.TemporaryCanaryName(c.Name) {
+				return &Holder{Canary: c.Name, Role: "canary", Target: t.Name}, nil
+			}
 			continue
 		}
 		if kind != Deployment.Name {
@@ -55,14 +61,37 @@ func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, kin
 }
 
 // RefuseHeldDeployment refuses a change of the pod template of a Deployment a Canary
-// releases: the Deployment would roll every pod with its own strategy, past the Canary's
-// steps, pauses and checks (and a rollback would undo it). It names the way that goes
-// through the Canary.
+// releases as its stable or canary Deployment: the Deployment would roll every pod with its
+// own strategy, past the Canary's steps, pauses and checks (and a rollback would undo it). It
+// names the way that goes through the Canary. A Deployment a Canary targets (spec.targetRef)
+// is not refused: the Canary holds it paused, and a change of its template is how its next
+// release starts.
 func RefuseHeldDeployment(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, verb string) error {
-	return refuseHeld(ctx, client, namespace, ref, Deployment, func(h *Holder) error {
-		return fmt.Errorf("%s is the %s Deployment of canary/%s: %s it would roll every pod without the Canary's steps; release through the Canary instead (kubectl workload set image canary/%s …, abort, retry)",
-			ref, h.Role, h.Canary, verb, h.Canary)
-	})
+	if ref.Kind.Name != Deployment.Name {
+		return nil
+	}
+	_, err := HeldTarget(ctx, client, namespace, ref, verb)
+	return err
+}
+
+// HeldTarget refuses, as RefuseHeldDeployment does, a template change of a Deployment a Canary
+// releases as its stable or canary Deployment, and returns the Canary that targets ref when one
+// does (a workload released in place, whose template change is its next release), with one
+// look-up of the Canaries.
+func HeldTarget(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, verb string) (*Holder, error) {
+	if ref.Kind.Name == Canary.Name {
+		return nil, nil
+	}
+	h, err := CanaryHolding(ctx, client, namespace, ref.Kind.Name, ref.Name)
+	if err != nil || h == nil || h.Role == "target" {
+		return h, err
+	}
+	if h.Target != "" {
+		return nil, fmt.Errorf("%s is the temporary canary Deployment of canary/%s, which releases deploy/%s: %s it would roll its pods without the Canary's steps; change deploy/%s instead (kubectl workload set image deploy/%s …), which the Canary releases from step 1",
+			ref, h.Canary, h.Target, verb, h.Target, h.Target)
+	}
+	return nil, fmt.Errorf("%s is the %s Deployment of canary/%s: %s it would roll every pod without the Canary's steps; release through the Canary instead (kubectl workload set image canary/%s …, abort, retry)",
+		ref, h.Role, h.Canary, verb, h.Canary)
 }
 
 // RefuseHeldPartition refuses setting the partition of a workload a Canary releases in place

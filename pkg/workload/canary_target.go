@@ -20,6 +20,9 @@ func targetCounts(c *v1alpha1.Canary) string {
 	if t == nil {
 		return fmt.Sprintf("%s/%s not observed yet", kindShort(ref.Kind), ref.Name)
 	}
+	if ref.Kind == Deployment.Name {
+		return deploymentTargetCounts(c) // canary_deployment_target.go
+	}
 	if t.UpdateRevision == t.StableRevision {
 		return fmt.Sprintf("%s/%s at revision %s, %d/%d available, held at partition %d",
 			kindShort(ref.Kind), ref.Name, t.StableRevision, t.AvailableReplicas, c.Spec.Replicas, t.Partition)

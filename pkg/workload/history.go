@@ -431,6 +431,12 @@ func Undo(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevision i
 	if err := CheckUndoable(ref, obj); err != nil {
 		return Change{}, err
 	}
+	return UndoHeld(ref, obj, revs, toRevision)
+}
+
+// UndoHeld is Undo of a Deployment a Canary targets, which the Canary holds paused: the
+// template written back is the Canary's next release, so its pause does not refuse it.
+func UndoHeld(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevision int64) (Change, error) {
 	target, err := undoTarget(ref, revs, toRevision)
 	if err != nil {
 		return Change{}, err

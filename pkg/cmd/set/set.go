@@ -102,17 +102,15 @@ func (o *ImageOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []st
 
 // Run reads the object, resolves the containers and sends the patch.
 func (o *ImageOptions) Run(ctx context.Context) error {
-	if err := workload.RefuseHeldDeployment(ctx, o.Client, o.Namespace, o.Ref, "set image on"); err != nil {
+	// A StatefulSet or Deployment a Canary targets keeps its pods: the line says who releases
+	// them. A Deployment a Canary scales as its stable or canary one is refused.
+	holder, err := workload.HeldTarget(ctx, o.Client, o.Namespace, o.Ref, "set image on")
+	if err != nil {
 		return err
-	}
-	// A workload a Canary releases in place keeps its pods: the line says who releases them.
-	var holder *workload.Holder
-	if k := o.Ref.Kind.Name; k != workload.Canary.Name && k != workload.Deployment.Name {
-		holder, _ = workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref.Kind.Name, o.Ref.Name)
 	}
 	return o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
 		ch, err := workload.SetImage(o.Ref, obj, o.Template, o.Args)
-		if err == nil && holder != nil && ch.Patch != nil {
+		if err == nil && holder != nil && holder.Role == "target" && ch.Patch != nil {
 			ch.Line += fmt.Sprintf("; canary/%s releases it through its steps (kubectl workload status canary/%s -w)", holder.Canary, holder.Canary)
 		}
 		return ch, err

@@ -64,7 +64,16 @@ func objects() []runtime.Object {
 	arcade.Spec.Template = template("app", "arcade:1")
 	arcadeCanary := &v1alpha1.Canary{ObjectMeta: meta("arcade")}
 	arcadeCanary.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: "arcade"}
-	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held, arcade, arcadeCanary}
+
+	// Canary shelf releases Deployment shelf through its temporary canary shelf-canary.
+	shelf := &v1alpha1.Canary{ObjectMeta: meta("shelf")}
+	shelf.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "shelf"}
+	shelfDeploy := &appsv1.Deployment{ObjectMeta: meta("shelf")}
+	shelfDeploy.Spec.Paused = true
+	shelfDeploy.Spec.Template = template("app", "shelf:1")
+	shelfCanary := &appsv1.Deployment{ObjectMeta: meta("shelf-canary")}
+	shelfCanary.Spec.Template = template("app", "shelf:2")
+	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held, arcade, arcadeCanary, shelf, shelfDeploy, shelfCanary}
 }
 
 func TestSetImage(t *testing.T) {
@@ -97,6 +106,8 @@ func TestSetImage(t *testing.T) {
 		{"error-canary-with-target", []string{"canary/ledger", "postgres=postgres:16"}, false},
 		{"statefulset-released-by-canary", []string{"sts/db", "postgres=postgres:16"}, false},
 		{"tapp-released-by-canary", []string{"tapp/arcade", "app=arcade:2"}, false},
+		{"deployment-released-by-canary", []string{"deploy/shelf", "app=shelf:2"}, false},
+		{"error-temporary-canary-deployment", []string{"deploy/shelf-canary", "app=shelf:3"}, false},
 		{"error-unknown-container", []string{"tapp/web", "app=nginx:1.26", "db=postgres:16"}, false},
 		{"error-unknown-container-in-pool", []string{"tapp/web", "log=fluent:2", "--template", "canary"}, false},
 		{"error-unknown-container-deployment", []string{"deploy/front", "web=nginx:1.26"}, false},

@@ -78,17 +78,33 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 
 // Run reads the workload and its history, and restores the chosen template.
 func (o *Options) Run(ctx context.Context) error {
-	if err := workload.RefuseHeldDeployment(ctx, o.Client, o.Namespace, o.Ref, "undo of"); err != nil {
-		return err
+	// A Deployment a Canary scales as its stable or canary one is refused; one a Canary targets
+	// is held paused by it, and the template undo writes is its next release.
+	var holder *workload.Holder
+	if o.Ref.Kind.Name == workload.Deployment.Name {
+		h, err := workload.HeldTarget(ctx, o.Client, o.Namespace, o.Ref, "undo of")
+		if err != nil {
+			return err
+		}
+		holder = h
 	}
 	return o.Do(ctx, o.Out, func(ctx context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
-		if err := workload.CheckUndoable(o.Ref, obj); err != nil {
-			return workload.Change{}, err
+		if holder == nil {
+			if err := workload.CheckUndoable(o.Ref, obj); err != nil {
+				return workload.Change{}, err
+			}
 		}
 		revs, err := workload.Revisions(ctx, o.Client, o.Namespace, o.Ref, obj)
 		if err != nil {
 			return workload.Change{}, err
 		}
-		return workload.Undo(o.Ref, obj, revs, o.ToRevision)
+		if holder == nil {
+			return workload.Undo(o.Ref, obj, revs, o.ToRevision)
+		}
+		ch, err := workload.UndoHeld(o.Ref, obj, revs, o.ToRevision)
+		if err == nil && ch.Patch != nil {
+			ch.Line += fmt.Sprintf("; canary/%s releases it through its steps (kubectl workload status canary/%s -w)", holder.Canary, holder.Canary)
+		}
+		return ch, err
 	})
 }

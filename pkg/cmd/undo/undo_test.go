@@ -143,3 +143,20 @@ func TestSetImageThenUndoTwice(t *testing.T) {
 		}
 	}
 }
+
+// A paused Deployment that a Canary targets is held by it: undo writes the previous template,
+// which the Canary releases through its steps (a paused Deployment is refused otherwise).
+func TestUndoDeploymentTargetedByACanary(t *testing.T) {
+	cn := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "shelf", Namespace: cmdtest.Namespace}}
+	cn.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "held"}
+	objects := append(historytest.Objects(), runtime.Object(cn))
+	res := cmdtest.Run(t, NewCmdUndo, objects, "deploy/held")
+	cmdtest.Golden(t, "deployment-targeted-by-canary", res.Transcript())
+	if res.Code != 0 {
+		t.Fatalf("exit %d", res.Code)
+	}
+	tpl, _ := storedTemplate(t, res, workload.Deployment, "held", "spec", "template")
+	if got := tpl.Spec.Containers[0].Image; got != "nginx:1.25" {
+		t.Errorf("template runs %s, want nginx:1.25 back", got)
+	}
+}

@@ -171,6 +171,9 @@ func indexByDeployment(obj interface{}) ([]string, error) {
 	if n := cn.Spec.Canary.Name; n != "" && n != cn.Spec.StableRef.Name {
 		keys = append(keys, cn.Namespace+"/"+n)
 	}
+	if isDeploymentTarget(cn) { // its target plays the stable Deployment (deployment_target.go)
+		keys = append(keys, cn.Namespace+"/"+cn.Spec.TargetRef.Name)
+	}
 	return keys, nil
 }
 

@@ -35,6 +35,9 @@ type observed struct {
 // this controller.
 func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
 	obs := &observed{canary: cn}
+	if isDeploymentTarget(cn) {
+		return obs, c.observeDeploymentTarget(obs) // deployment_target.go
+	}
 	if cn.Spec.TargetRef != nil {
 		return obs, c.observeTarget(obs)
 	}

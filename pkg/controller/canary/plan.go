@@ -51,6 +51,8 @@ type reconciler struct {
 	stableRev       string
 	abortedRevision string
 	retried         bool
+	// depWrites are the pauses and deletions of a Deployment target (deployment_target.go).
+	depWrites []depTargetWrite
 
 	// newSnapshot is the v1alpha1.AnnotationStableSnapshot to record on the Canary before any
 	// Deployment is written ("" when it is there already).
@@ -136,6 +138,10 @@ func computePlan(obs *observed, now metav1.Time) *reconciler {
 // r.message), or why nothing can be done.
 func (r *reconciler) reconcile() {
 	cn := r.canary
+	if isDeploymentTarget(cn) {
+		r.reconcileDeploymentTarget() // deployment_target.go
+		return
+	}
 	if cn.Spec.TargetRef != nil {
 		r.reconcileTarget() // target.go
 		return

@@ -32,7 +32,9 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 	}
 
 	st.CanaryReplicas, st.CanaryAvailable = 0, 0
-	if cn.Spec.TargetRef != nil {
+	if isDeploymentTarget(cn) {
+		deploymentTargetStatus(r, &st) // deployment_target.go
+	} else if cn.Spec.TargetRef != nil {
 		targetStatus(r, &st) // target.go
 	} else if r.canaryDep != nil {
 		st.CanaryReplicas = replicasOf(r.canaryDep)

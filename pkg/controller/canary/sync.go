@@ -36,7 +36,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	if err != nil {
 		return err
 	}
-	if !c.deployments.Reference(key, shared.Spec.StableRef.Name, shared.Spec.Canary.Name) {
+	if !c.deployments.Reference(key, deploymentNames(shared)...) {
 		return errNotListed // its watch just started: the Deployment's events will come
 	}
 	if !c.referenceTarget(key, shared) {
@@ -105,6 +105,9 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 		return f, err
 	}
 	if f, err := c.executeTarget(ctx, r); f != nil || err != nil { // target.go
+		return f, err
+	}
+	if f, err := c.executeDeploymentTarget(ctx, r); f != nil || err != nil { // deployment_target.go
 		return f, err
 	}
 	for _, w := range r.writes {

@@ -520,6 +520,9 @@ func (c *Controller) releaseHold(ctx context.Context, cn *v1alpha1.Canary) error
 	if ref == nil || c.holder(cn) != "" {
 		return nil
 	}
+	if ref.Kind == TargetDeployment {
+		return c.releaseDeploymentHold(ctx, cn) // deployment_target.go
+	}
 	kind, ok := c.targets[ref.Kind]
 	if !ok {
 		return nil

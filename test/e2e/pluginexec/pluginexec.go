@@ -233,6 +233,16 @@ func (b *Background) Lines() []string {
 	return append([]string(nil), b.lines...)
 }
 
+// Exited reports whether it has exited already.
+func (b *Background) Exited() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Wait waits at most timeout for it to exit and returns its exit code and standard error.
 func (b *Background) Wait(t testing.TB, timeout time.Duration) (int, string) {
 	t.Helper()

@@ -76,8 +76,9 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("CanaryAnalysis", e.canaryAnalysisScenario)
 	t.Run("CanaryTraffic", e.canaryTrafficScenario) // traffic_test.go
 	t.Run("CanaryTarget", e.canaryTargetScenario)
-	t.Run("CanaryTargetUnitedDeployment", e.canaryZonesScenario) // target_uniteddeployment_test.go
-	t.Run("CanaryTargetTApp", e.canaryTargetTAppScenario)        // target_tapp_test.go
+	t.Run("CanaryTargetUnitedDeployment", e.canaryZonesScenario)      // target_uniteddeployment_test.go
+	t.Run("CanaryTargetTApp", e.canaryTargetTAppScenario)             // target_tapp_test.go
+	t.Run("CanaryDeploymentTarget", e.canaryDeploymentTargetScenario) // deployment_target_test.go
 	if err := agent.Stop(); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}

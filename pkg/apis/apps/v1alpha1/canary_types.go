@@ -275,8 +275,10 @@ type StableRef struct {
 // CanaryTargetRef names the workload a Canary releases in place.
 type CanaryTargetRef struct {
 	// Kind of the workload, in the Canary's namespace: StatefulSet (apps/v1), UnitedDeployment
-	// or TApp (apps.workload.dev/v1alpha1).
-	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment;TApp
+	// or TApp (apps.workload.dev/v1alpha1), released in place through their partitions, or
+	// Deployment (apps/v1), held paused while a temporary canary Deployment carries its new
+	// template through the steps.
+	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment;TApp;Deployment
 	Kind string `json:"kind"`
 
 	// Name of the workload (DNS-1123 subdomain).

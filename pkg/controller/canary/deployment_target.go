@@ -1,0 +1,506 @@
+package canary
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// A Canary whose spec.targetRef is a Deployment releases that Deployment (the one in Git)
+// through a temporary canary Deployment (docs/canary-targets.md). It is the stableRef + canary
+// release with the user's Deployment as the stable one and a Deployment the Canary owns,
+// <canary>-canary, made from the user's new template, as the canary one: the steps, surge
+// bound, pauses, analysis, deadline and rollback are that release's (plan.go, scale.go,
+// rollback.go).
+//
+//   - Hold: between releases the Deployment is kept spec.paused, so that a change of its
+//     template makes no pod (a paused Deployment creates no ReplicaSet for a new template,
+//     and scales the one that has its pods). The template the pods run is recorded in the
+//     Canary's v1alpha1.AnnotationStableSnapshot before the pause: it is the stable template.
+//   - Release: the Deployment's template differs from the snapshot. The temporary canary
+//     Deployment carries the new template through the steps while the paused Deployment is
+//     scaled down (its pods stay on the stable template), within spec.maxSurge.
+//   - Hand-over: once every step is complete and the Deployment has no pod left, the new
+//     template becomes the stable one (the snapshot), the Deployment is resumed until its
+//     controller has made the ReplicaSet of the new template, paused again, then scaled back
+//     up to spec.replicas as the canary Deployment is scaled down, within the same bounds;
+//     then the canary Deployment is deleted. Only then is the release Completed.
+//   - Abort (spec.rollback, a failed check, an exceeded deadline with progressDeadlineAbort):
+//     the snapshot's template is written back to the Deployment, which grows back before the
+//     canary Deployment goes (rollback.go); then the canary Deployment is deleted.
+
+// TargetDeployment is the targetRef kind of a Canary that releases a Deployment.
+const TargetDeployment = "Deployment"
+
+// isDeploymentTarget reports whether cn releases a Deployment named by spec.targetRef.
+func isDeploymentTarget(cn *v1alpha1.Canary) bool {
+	return cn.Spec.TargetRef != nil && cn.Spec.TargetRef.Kind == TargetDeployment
+}
+
+// TemporaryCanaryName is the name of the canary Deployment of a Canary that releases a
+// Deployment through spec.targetRef.
+func TemporaryCanaryName(canary string) string { return v1alpha1.TemporaryCanaryName(canary) }
+
+// deploymentNames are the Deployments a Canary names: its stable and canary Deployments, or
+// its target Deployment and the temporary canary one.
+func deploymentNames(cn *v1alpha1.Canary) []string {
+	if isDeploymentTarget(cn) {
+		return []string{cn.Spec.TargetRef.Name, TemporaryCanaryName(cn.Name)}
+	}
+	return []string{cn.Spec.StableRef.Name, cn.Spec.Canary.Name}
+}
+
+// observeDeploymentTarget reads the target Deployment and the temporary canary Deployment (nil
+// when they do not exist), and who holds the target.
+func (c *Controller) observeDeploymentTarget(obs *observed) error {
+	cn := obs.canary
+	var err error
+	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
+		return err
+	}
+	if obs.canaryDep, err = c.deployment(cn.Namespace, TemporaryCanaryName(cn.Name)); err != nil {
+		return err
+	}
+	obs.targetHolder = c.holder(cn)
+	return nil
+}
+
+// templateRevision names a pod template in status.target: a hash of it.
+func templateRevision(t *corev1.PodTemplateSpec) string {
+	h := fnv.New32a()
+	raw, _ := json.Marshal(t) // a pod template always encodes
+	h.Write(raw)
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// depTargetWriteKind says what a depTargetWrite does.
+type depTargetWriteKind int
+
+const (
+	pauseTarget depTargetWriteKind = iota
+	resumeTarget
+	deleteTemporary
+)
+
+// depTargetWrite is one decided write of a Deployment target or its temporary canary beyond
+// the scales and template writes of the stableRef + canary release.
+type depTargetWrite struct {
+	kind depTargetWriteKind
+	name string
+	uid  types.UID // deleteTemporary: the Deployment deleted, as a precondition
+}
+
+// reconcileDeploymentTarget is reconcile for a Canary whose spec.targetRef is a Deployment. For
+// the plan only, the Canary's spec names the target as its stableRef and the temporary canary
+// Deployment, made from the target's template, as its canary: the shared release reads them.
+func (r *reconciler) reconcileDeploymentTarget() {
+	cn := r.canary
+	steps, err := stepsOf(&cn.Spec)
+	if err != nil {
+		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
+		return
+	}
+	r.steps = steps
+	d, ref := r.obs.stable, cn.Spec.TargetRef
+	tmp := TemporaryCanaryName(cn.Name)
+	switch {
+	case d == nil:
+		r.setDegraded(v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
+			"Deployment %q not found in namespace %q: nothing is changed until it exists", ref.Name, cn.Namespace))
+		return
+	case r.obs.targetHolder != "":
+		r.setDegraded(v1alpha1.ReasonTargetHeld, fmt.Sprintf(
+			"Deployment %q is released by Canary %q already: one Canary per workload; delete this one or that one", ref.Name, r.obs.targetHolder))
+		return
+	case r.obs.canaryDep != nil && !isOwnedBy(r.obs.canaryDep, cn):
+		r.setDegraded(v1alpha1.ReasonCanaryNameConflict, fmt.Sprintf(
+			"Deployment %q already exists and is not owned by this Canary, which releases Deployment %q through a canary Deployment of that name: rename or delete it; nothing is changed until then",
+			tmp, ref.Name))
+		return
+	}
+	saved := cn.Spec
+	defer func() { cn.Spec = saved }()
+	cn.Spec.StableRef = v1alpha1.StableRef{Name: ref.Name}
+	cn.Spec.Canary = v1alpha1.CanaryTarget{Name: tmp, Template: *temporaryTemplate(cn.Name, &d.Spec.Template)}
+	r.stable, r.canaryDep = d, r.obs.canaryDep
+
+	snap, err := r.snapshot()
+	if err != nil || snap == nil || snap.Deployment != d.Name {
+		r.holdFirst()
+		return
+	}
+	r.stableRev = templateRevision(&snap.Template)
+	pending := !equality.Semantic.DeepEqual(d.Spec.Template, snap.Template)
+	if pending && d.Spec.Paused {
+		r.stable = pausedView(d)
+	}
+	r.dispatchDeploymentTarget(pending)
+}
+
+// dispatchDeploymentTarget decides between the release, the rollback, the hand-over and the
+// hold of a Deployment target whose stable template is recorded.
+func (r *reconciler) dispatchDeploymentTarget(pending bool) {
+	cn, st := r.canary, &r.status
+	rollback := cn.Spec.Rollback || r.aborted()
+	if a := st.Abort; a != nil && r.aborted() && !cn.Spec.Rollback && pending && st.Phase == v1alpha1.CanaryRolledBack {
+		// The release rolled back by itself and the template changed since: that change is the
+		// next release (the Deployment in Git moved on), from step 1.
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
+			"Deployment %q has a new template after the release aborted at step %d (%s): releasing it from step 1", r.stable.Name, a.Step, a.Reason)
+		st.Abort, st.Phase = nil, v1alpha1.CanaryProgressing
+		st.Target = nil // whatever the template, it is a new release
+		rollback = false
+	}
+	switch {
+	case rollback:
+		r.rollbackDeploymentTarget(pending)
+	case pending:
+		r.releaseDeploymentTarget()
+	case r.canaryDep != nil:
+		r.handOver()
+	default:
+		r.holdDeploymentTarget()
+	}
+}
+
+// temporaryTemplate is the template of the temporary canary Deployment: the target's, with the
+// label naming the Canary, which its selector adds to the target's labels so that the two
+// Deployments never select each other's pods for their own.
+func temporaryTemplate(canary string, t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	out := t.DeepCopy()
+	out.Labels = maps.Clone(out.Labels)
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[v1alpha1.LabelCanaryName] = canary
+	return out
+}
+
+// pausedView is the paused target as the release counts it: its pods all run its stable
+// ReplicaSet, which a paused Deployment only scales, so none of them is being replaced, though
+// its status counts none as updated (its template is the new one, which has no ReplicaSet).
+func pausedView(d *appsv1.Deployment) *appsv1.Deployment {
+	v := d.DeepCopy()
+	v.Status.UpdatedReplicas = v.Status.Replicas
+	return v
+}
+
+// holdFirst records the target's template as the stable one, once its own rollout is done, and
+// pauses it: from then on a template change is a release.
+func (r *reconciler) holdFirst() {
+	d := r.stable
+	if rollingOut(d) || d.Status.AvailableReplicas < replicasOf(d) {
+		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
+		r.message = fmt.Sprintf("waiting for Deployment %q to finish its own rollout (%d of %d pods updated, %d available) before holding it",
+			d.Name, d.Status.UpdatedReplicas, replicasOf(d), d.Status.AvailableReplicas)
+		if d.Spec.Paused {
+			r.message += fmt.Sprintf("; it is paused mid-rollout: resume it (kubectl rollout resume deploy/%s) or undo its template", d.Name)
+		}
+		return
+	}
+	r.recordStable()
+	r.holdDeploymentTarget()
+}
+
+// recordStable decides to record the target's template as the stable one.
+func (r *reconciler) recordStable() {
+	d := r.stable
+	raw, _ := json.Marshal(StableSnapshot{ // a pod template always encodes
+		Deployment: d.Name,
+		Replicas:   r.canary.Spec.Replicas,
+		Template:   d.Spec.Template,
+	})
+	r.newSnapshot = string(raw)
+	r.stableRev = templateRevision(&d.Spec.Template)
+}
+
+// setPaused decides to pause or resume the target, unless it already is.
+func (r *reconciler) setPaused(paused bool) {
+	d := r.stable
+	if d.Spec.Paused == paused {
+		return
+	}
+	kind := pauseTarget
+	if !paused {
+		kind = resumeTarget
+	}
+	r.depWrites = append(r.depWrites, depTargetWrite{kind: kind, name: d.Name})
+	d = d.DeepCopy()
+	d.Spec.Paused = paused
+	r.stable = d
+}
+
+// holdDeploymentTarget keeps a target with nothing to release paused at spec.replicas, and
+// reports the last release.
+func (r *reconciler) holdDeploymentTarget() {
+	d, cn, st := r.stable, r.canary, &r.status
+	if replicasOf(d) != cn.Spec.Replicas {
+		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+			"spec.replicas is %d but Deployment %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
+			cn.Spec.Replicas, d.Name, replicasOf(d), replicasOf(d)))
+		return
+	}
+	r.setPaused(true)
+	n := int32(len(r.steps))
+	rolledBack := cn.Spec.Rollback || r.aborted()
+	switch {
+	case rolledBack:
+		r.phase, r.reason = v1alpha1.CanaryRolledBack, v1alpha1.ReasonRolledBack
+		r.message = fmt.Sprintf("rolled back: Deployment %q serves %d pods on its previous template; held paused", d.Name, cn.Spec.Replicas)
+	case st.CurrentBatch > 0 && n > 0:
+		for i := range st.Batches {
+			st.Batches[i].State = v1alpha1.BatchCompleted
+		}
+		st.CurrentBatch = n
+		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonCompleted
+		r.message = fmt.Sprintf("all %d steps complete: Deployment %q runs the new template, %d of %d pods available; held paused until the next template change",
+			n, d.Name, d.Status.AvailableReplicas, cn.Spec.Replicas)
+	default:
+		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding
+		r.message = fmt.Sprintf("holding Deployment %q paused at template %s: the next change of its pod template is released through the steps",
+			d.Name, r.stableRev)
+	}
+}
+
+// releaseDeploymentTarget moves the release of the target's new template through the steps,
+// then starts the hand-over.
+func (r *reconciler) releaseDeploymentTarget() {
+	d, st := r.stable, &r.status
+	update := templateRevision(&d.Spec.Template)
+	if st.Target == nil || st.Target.UpdateRevision != update {
+		// A new template to release (or one changed mid-release): from step 1, every pause
+		// waiting for a person again (the approvals were the last release's).
+		st.CurrentBatch, st.Batches, st.Analysis = 0, nil, nil
+		if r.canary.Spec.ApprovedBatch != 0 {
+			r.resetApproval = r.canary.Spec.ApprovedBatch
+			r.canary.Spec.ApprovedBatch = 0
+		}
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
+			"Deployment %q has a new pod template %s: releasing it through the steps from template %s, on canary Deployment %q",
+			d.Name, update, r.stableRev, r.canary.Spec.Canary.Name)
+	}
+	// Paused first: the Deployment must not roll the new template by itself.
+	r.setPaused(true)
+	r.progress()
+	if r.aborted() {
+		r.rollbackDeploymentTarget(true)
+		return
+	}
+	if r.completed() && stableGone(r.stable) {
+		// Every step is complete and the target has no pod left: the new template is the
+		// stable one from now on, and the target is resumed so that its controller makes the
+		// ReplicaSet of it (with no replicas); handOver then pauses it and scales it up.
+		r.recordStable()
+		r.setPaused(false)
+		r.handOverMessage()
+		// The release completes at the end of the hand-over, not with its last step.
+		r.events = slices.DeleteFunc(r.events, func(e event) bool { return e.reason == v1alpha1.EventReleaseComplete })
+	}
+}
+
+// handOver scales the target (its new template's ReplicaSet) back up to spec.replicas while
+// the temporary canary Deployment is scaled down as the target's pods become available, within
+// the surge bound; then deletes the canary Deployment and completes the release.
+func (r *reconciler) handOver() {
+	d := r.stable
+	replicas := r.canary.Spec.Replicas
+	if !d.Spec.Paused {
+		if !statusObserved(d) {
+			r.handOverMessage() // its controller has not made the new ReplicaSet yet
+			return
+		}
+		r.setPaused(true)
+	}
+	if cur := replicasOf(r.stable); cur < replicas {
+		if grow := min(replicas, cur+r.surgeRoom()); grow != cur {
+			r.scaleStable(grow)
+		}
+	}
+	if r.canaryDep != nil && r.stableReady(0) {
+		keep := max(0, replicas-r.stable.Status.AvailableReplicas)
+		if keep < replicasOf(r.canaryDep) {
+			r.scaleCanary(keep)
+		}
+	}
+	if !r.stableReady(replicas) || podsOf(r.canaryDep) > 0 || !statusObserved(r.canaryDep) {
+		r.handOverMessage()
+		return
+	}
+	r.deleteTemporary()
+	if r.status.Phase != v1alpha1.CanaryCompleted {
+		r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete,
+			"all %d steps complete: Deployment %q serves %d pods on its new template; canary Deployment %q deleted",
+			len(r.steps), d.Name, replicas, r.canaryDep.Name)
+	}
+	r.holdDeploymentTarget()
+}
+
+// handOverMessage describes the hand-over.
+func (r *reconciler) handOverMessage() {
+	r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
+	r.message = fmt.Sprintf("all %d steps complete, handing over: Deployment %q has %d of %d pods available on the new template; canary Deployment %q keeps %d until they are",
+		len(r.steps), r.stable.Name, r.stable.Status.AvailableReplicas, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name), podsOf(r.canaryDep))
+}
+
+// deleteTemporary decides to delete the temporary canary Deployment.
+func (r *reconciler) deleteTemporary() {
+	if r.canaryDep == nil {
+		return
+	}
+	r.depWrites = append(r.depWrites, depTargetWrite{kind: deleteTemporary, name: r.canaryDep.Name, uid: r.canaryDep.UID})
+}
+
+// rollbackDeploymentTarget returns the target to its stable template (rollback.go: the
+// snapshot's template written back, the target grown back before the canary goes), then
+// deletes the temporary canary Deployment and holds the target again.
+func (r *reconciler) rollbackDeploymentTarget(pending bool) {
+	d := r.stable
+	if pending {
+		r.abortedRevision = templateRevision(&d.Spec.Template)
+	}
+	if !d.Spec.Paused && statusObserved(d) {
+		r.setPaused(true)
+	}
+	r.rollback()
+	if r.phase != v1alpha1.CanaryRolledBack {
+		return
+	}
+	r.deleteTemporary()
+	r.message = fmt.Sprintf("rolled back: Deployment %q serves %d pods on its previous template, held paused; canary Deployment %q deleted",
+		d.Name, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name))
+}
+
+// executeDeploymentTarget makes the target's pause and resume and the deletion of the temporary
+// canary Deployment, stopping at the first the API server refuses.
+func (c *Controller) executeDeploymentTarget(ctx context.Context, r *reconciler) (*failure, error) {
+	deployments := c.kubeClient.AppsV1().Deployments(r.canary.Namespace)
+	for _, w := range r.depWrites {
+		var err error
+		var doing, done string
+		switch w.kind {
+		case pauseTarget, resumeTarget:
+			paused := w.kind == pauseTarget
+			doing = fmt.Sprintf("setting spec.paused of Deployment %q to %t", w.name, paused)
+			var out *appsv1.Deployment
+			out, err = deployments.Patch(ctx, w.name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused), metav1.PatchOptions{})
+			if err == nil {
+				c.expectWrite(r.canary.Namespace+"/"+w.name, r.obs.stable, out)
+			}
+			done = fmt.Sprintf("resumed Deployment %q: its controller makes the ReplicaSet of its new template", w.name)
+			if paused {
+				done = fmt.Sprintf("paused Deployment %q: a change of its template makes no pod until the Canary releases it", w.name)
+			}
+		case deleteTemporary:
+			doing = fmt.Sprintf("deleting canary Deployment %q", w.name)
+			err = deployments.Delete(ctx, w.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &w.uid}})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+			done = fmt.Sprintf("deleted canary Deployment %q: the release is over", w.name)
+		}
+		if err != nil {
+			f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: fmt.Sprintf("%s: %v", doing, err)}
+			c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
+			return f, fmt.Errorf("%s: %w", doing, err)
+		}
+		reason := v1alpha1.EventTargetPaused
+		if w.kind == deleteTemporary {
+			reason = v1alpha1.EventCanaryDeleted
+		}
+		c.Recorder.Event(r.canary, corev1.EventTypeNormal, reason, done)
+	}
+	return nil, nil
+}
+
+// deploymentTargetStatus fills the replica counts and status.target of a Canary that releases a
+// Deployment: the target is the stable Deployment, the temporary one the canary.
+func deploymentTargetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
+	d := r.stable
+	if d == nil {
+		st.Target = nil
+		return
+	}
+	if r.canaryDep != nil {
+		st.CanaryReplicas = replicasOf(r.canaryDep)
+		st.CanaryAvailable = r.canaryAvailable()
+	}
+	t := &v1alpha1.CanaryTargetStatus{
+		StableRevision:    r.stableRev,
+		UpdateRevision:    templateRevision(&d.Spec.Template),
+		UpdatedReplicas:   st.CanaryReplicas,
+		AvailableReplicas: d.Status.AvailableReplicas + st.CanaryAvailable,
+	}
+	if t.StableRevision == "" {
+		t.StableRevision = t.UpdateRevision
+	}
+	if st.Target != nil {
+		t.AbortedRevision, t.AbortedRetries = st.Target.AbortedRevision, st.Target.AbortedRetries
+	}
+	if r.abortedRevision != "" && r.abortedRevision != t.StableRevision {
+		t.AbortedRevision, t.AbortedRetries = r.abortedRevision, r.canary.Spec.Retries
+	}
+	st.Target = t
+}
+
+// stableTemplate reports whether d's template is the stable one cn recorded (true when cn
+// recorded none: nothing was released).
+func stableTemplate(cn *v1alpha1.Canary, d *appsv1.Deployment) bool {
+	r := &reconciler{canary: cn}
+	snap, err := r.snapshot()
+	if err != nil || snap == nil || snap.Deployment != d.Name {
+		return true
+	}
+	return equality.Semantic.DeepEqual(snap.Template, d.Spec.Template)
+}
+
+// releaseDeploymentHold, as a Canary that releases a Deployment is deleted, resumes the
+// Deployment when no release is under way, so that it rolls its template by itself again; in
+// the middle of a release it leaves it paused (resuming it would roll the new template without
+// steps) and says so. The temporary canary Deployment is orphaned, as any canary Deployment.
+func (c *Controller) releaseDeploymentHold(ctx context.Context, cn *v1alpha1.Canary) error {
+	name := cn.Spec.TargetRef.Name
+	d, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Deployment %s: %w", name, err)
+	}
+	if !d.Spec.Paused {
+		return nil
+	}
+	tmp, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Get(ctx, TemporaryCanaryName(cn.Name), metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading Deployment %s: %w", TemporaryCanaryName(cn.Name), err)
+	}
+	if err == nil || !stableTemplate(cn, d) {
+		// Mid-release: resumed, the Deployment would roll the new template without steps.
+		canaryPods := int32(0)
+		if err == nil {
+			canaryPods = replicasOf(tmp)
+		}
+		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventTargetPaused,
+			"Canary deleted mid-release: Deployment %q stays paused with %d replicas and canary Deployment %q keeps %d; resume it to roll its template (kubectl rollout resume deploy/%s), then delete deploy/%s",
+			name, replicasOf(d), TemporaryCanaryName(cn.Name), canaryPods, name, TemporaryCanaryName(cn.Name))
+		return nil
+	}
+	patch := []byte(`{"spec":{"paused":false}}`)
+	if _, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("resuming Deployment %s: %w", name, err)
+	}
+	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventTargetPaused,
+		"Canary deleted: Deployment %q is no longer held (resumed) and rolls its template by itself again", name)
+	return nil
+}
