@@ -3,6 +3,13 @@
 // available, pausing for promotion where spec.pauseType says, and rolling everything back to the
 // stable Deployment on spec.rollback (DESIGN.md §2.3).
 //
+// With spec.targetRef it releases a workload in place instead (DESIGN §2.5,
+// docs/canary-targets.md): a StatefulSet, TApp or UnitedDeployment through its partition, the
+// step machine in target.go and what each kind does differently in target_<kind>.go behind the
+// targetKind interface; or the user's own Deployment, held paused while a temporary canary
+// Deployment carries each new template through the same steps as a stableRef + canary release
+// (deployment_target.go).
+//
 // The controller follows k8s.io/sample-controller on the shared base (pkg/controller/base:
 // the work queue of Canary names "canary", its rate limiter, handlers and workers) in the shape
 // of DESIGN §7: a sync observes the Canary and its Deployments from the listers (but for a
