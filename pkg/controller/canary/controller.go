@@ -134,6 +134,7 @@ func (c *Controller) WatchNamed(kube kubernetes.Interface) {
 	s := newWatchedStatefulSets(kube)
 	s.SetHandler(c.targetHandler(kindStatefulSet))
 	c.SetStatefulSetSource(s)
+	c.watchDaemonSets(kube) // target_daemonset.go
 }
 
 // deploymentHandler enqueues the Canaries of a Deployment on its events.

@@ -72,6 +72,15 @@ type stepCounter interface {
 	countSteps(cn *v1alpha1.Canary, steps *[]step) string
 }
 
+// targetConverger is a target workload whose pods the agent moves itself rather than the
+// workload's controller (a DaemonSet, held with updateStrategy OnDelete): after the plan's
+// writes, converge moves them towards keep pods off the update revision, a few at a time within
+// the workload's maxUnavailable, and says what it did ("" for nothing). held says the plan has
+// just held the workload (its partition written), which the target as read does not show yet.
+type targetConverger interface {
+	converge(ctx context.Context, c *Controller, keep int32, held bool) (string, error)
+}
+
 // SetTargetKind gives the controller the source of one targetRef kind (its named watch or
 // shared informer; a test's lister).
 func (c *Controller) SetTargetKind(kind string, k targetKind) {
@@ -393,6 +402,39 @@ func (c *Controller) executeTarget(ctx context.Context, r *reconciler) (*failure
 			reason = v1alpha1.EventTemplateRestored
 		}
 		c.Recorder.Event(r.canary, corev1.EventTypeNormal, reason, done)
+	}
+	return c.convergeTarget(ctx, r)
+}
+
+// convergeTarget lets a targetConverger move its pods towards the partition the plan leaves
+// (the one it wrote, or else the one held); while the release rolls back (the stable revision is
+// the update one again) every pod goes to it. Not for a refused Canary, a target whose
+// controller has not observed its spec, nor in a sync that wrote its template: the next sync
+// reads the revision that write made.
+func (c *Controller) convergeTarget(ctx context.Context, r *reconciler) (*failure, error) {
+	cv, ok := r.obs.target.(targetConverger)
+	if !ok || r.degraded || !r.obs.target.state().observed {
+		return nil, nil
+	}
+	ts := r.obs.target.state()
+	keep, held := ts.held, false
+	for _, w := range r.targetWrites {
+		if w.kind == restoreTemplate {
+			return nil, nil
+		}
+		keep, held = w.partition, true
+	}
+	if ts.updateRevision == r.stableRev {
+		keep = 0
+	}
+	done, err := cv.converge(ctx, c, keep, held)
+	if err != nil {
+		f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: err.Error()}
+		c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
+		return f, err
+	}
+	if done != "" {
+		c.Recorder.Event(r.canary, corev1.EventTypeNormal, v1alpha1.EventPartitionSet, done)
 	}
 	return nil, nil
 }

@@ -85,9 +85,10 @@ type CanarySpec struct {
 	Canary CanaryTarget `json:"canary,omitzero"`
 
 	// TargetRef names a workload released in place instead of between two Deployments: the
-	// Canary holds it (its partition at spec.replicas) so that a change of its pod
-	// template updates no pod, then releases the new revision through the steps by lowering the
-	// partition (docs/canary-targets.md). Set it instead of stableRef and canary.
+	// Canary holds it (its partition at spec.replicas; a DaemonSet: updateStrategy OnDelete) so
+	// that a change of its pod template updates no pod, then releases the new revision through the
+	// steps by lowering the partition (a DaemonSet: by deleting its old pods, within its
+	// maxUnavailable) (docs/canary-targets.md). Set it instead of stableRef and canary.
 	// +optional
 	TargetRef *CanaryTargetRef `json:"targetRef,omitempty"`
 
@@ -275,10 +276,11 @@ type StableRef struct {
 // CanaryTargetRef names the workload a Canary releases in place.
 type CanaryTargetRef struct {
 	// Kind of the workload, in the Canary's namespace: StatefulSet (apps/v1), UnitedDeployment
-	// or TApp (apps.workload.dev/v1alpha1), released in place through their partitions, or
-	// Deployment (apps/v1), held paused while a temporary canary Deployment carries its new
-	// template through the steps.
-	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment;TApp;Deployment
+	// or TApp (apps.workload.dev/v1alpha1), released in place through their partitions;
+	// DaemonSet (apps/v1), held with updateStrategy OnDelete while the agent deletes its old pods
+	// per step; or Deployment (apps/v1), held paused while a temporary canary Deployment carries
+	// its new template through the steps.
+	// +kubebuilder:validation:Enum=StatefulSet;UnitedDeployment;TApp;Deployment;DaemonSet
 	Kind string `json:"kind"`
 
 	// Name of the workload (DNS-1123 subdomain).
@@ -428,7 +430,8 @@ type CanaryTargetStatus struct {
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
 	// Partition is the target's partition as the agent set it: pods with an ordinal at or above
-	// it run the update revision.
+	// it run the update revision (a DaemonSet: the number of its pods the agent keeps on the
+	// stable revision).
 	Partition int32 `json:"partition"`
 	// UpdatedReplicas is the number of the target's pods on the update revision.
 	UpdatedReplicas int32 `json:"updatedReplicas"`
