@@ -101,12 +101,12 @@ var Permissions = []Permission{
 	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
-	{core, "pods", "list", "", informerList + " (managed-by label)"},
+	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, target_daemonset.go)"},
 	{core, "pods", "watch", "", informerWatch},
 	{core, "pods", "create", "", "tapp: createInstance"},
 	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},
 	{core, "pods", "patch", "", "tapp: applyInPlace (images and labels)"},
-	{core, "pods", "delete", "", "tapp: deletePods (scale down, kill, restart) and forceDeleteStuck"},
+	{core, "pods", "delete", "", "tapp: deletePods (scale down, kill, restart) and forceDeleteStuck; canary: the old pods of a targeted DaemonSet, per step (converge)"},
 	{core, "pods/status", "patch", "", "tapp: the in-place readiness gate condition (openGate, closeGate, markReady)"},
 	{core, "pods/resize", "patch", "", "tapp: applyInPlace, container resources changed in place"},
 
@@ -131,6 +131,12 @@ var Permissions = []Permission{
 	{apps, "statefulsets", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset StatefulSet"},
 	{apps, "statefulsets", "patch", "", "canary: the partition of a targeted StatefulSet, and its template written back from a ControllerRevision on abort (target.go)"},
 	{apps, "statefulsets", "get", "", "canary: releaseHold reads a targeted StatefulSet from the API server as its Canary is deleted"},
+
+	// DaemonSets: the ones Canaries target (target_daemonset.go), each watched by name.
+	{apps, "daemonsets", "list", "", "canary: the watch of each DaemonSet a Canary targets (fieldSelector metadata.name)"},
+	{apps, "daemonsets", "watch", "", informerWatch + " (canary: the watch of each targeted DaemonSet)"},
+	{apps, "daemonsets", "patch", "", "canary: the hold of a targeted DaemonSet (updateStrategy OnDelete, its partition annotation), its template written back from a ControllerRevision on abort, its updateStrategy written back as its Canary is deleted"},
+	{apps, "daemonsets", "get", "", "canary: releaseHold reads a targeted DaemonSet from the API server as its Canary is deleted"},
 
 	// Deployments: UnitedDeployment subsets, and the Canary controller's canary and stable
 	// Deployments.
@@ -157,9 +163,9 @@ var Permissions = []Permission{
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).
-	{apps, "controllerrevisions", "list", "", informerList},
+	{apps, "controllerrevisions", "list", "", informerList + "; canary: the revisions of a targeted DaemonSet (label selector, target_daemonset.go)"},
 	{apps, "controllerrevisions", "watch", "", informerWatch},
-	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache; canary: restoreRevision and restoreTAppRevision read a targeted StatefulSet's or TApp's stable revision"},
+	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache; canary: restoreRevision, restoreTAppRevision and a DaemonSet target's write read a targeted StatefulSet's, TApp's or DaemonSet's stable revision"},
 	{apps, "controllerrevisions", "create", "", "revision.History.Create"},
 	{apps, "controllerrevisions", "update", "", "revision.History.Renumber: the template came back to an older revision"},
 	{apps, "controllerrevisions", "delete", "", "revision.History.Delete: beyond revisionHistoryLimit"},

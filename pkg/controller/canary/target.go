@@ -201,6 +201,12 @@ func (r *reconciler) reconcileTarget() {
 	}
 	ts := r.obs.target.state()
 	if !ts.observed {
+		// The release's stable revision stays in the status: a workload whose current revision
+		// is read from its pods (a DaemonSet's) could not tell it again in the middle of a
+		// rollback, when the pods not yet rolled back look like the older revision.
+		if prev := r.status.Target; prev != nil {
+			r.stableRev = prev.StableRevision
+		}
 		r.phase, r.reason = r.status.Phase, v1alpha1.ReasonBatchUpgrading
 		if r.phase == "" {
 			r.phase = v1alpha1.CanaryProgressing

@@ -244,6 +244,13 @@ func TestDaemonSetTargetAbort(t *testing.T) {
 	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "agents-h1" {
 		t.Fatalf("abort writes %+v", w)
 	}
+	// The template written back, the DaemonSet controller has not observed it yet: the stable
+	// revision stays (the pods could not tell it: h2's look older than h1's, renumbered next).
+	lagging := agents("h2", ptr.To[int32](3), "h2", "h1", "h1", "h1")
+	lagging.Generation = 3
+	if r = syncDS(cn, lagging); len(r.targetWrites) != 0 || cn.Status.Target.StableRevision != "agents-h1" {
+		t.Fatalf("not observed: writes %+v target %+v", r.targetWrites, cn.Status.Target)
+	}
 	// h1 is the update revision again (renumbered 4 by the DaemonSet controller).
 	back := agents("h1", ptr.To[int32](3), "h2", "h1", "h1", "h1")
 	back.revisions["h1"] = daemonSetRevision{"agents-h1", 4}
