@@ -151,6 +151,8 @@ func decodeStrict(t *testing.T, file string, doc []byte) string {
 		into = &appsv1.Deployment{}
 	case "StatefulSet":
 		into = &appsv1.StatefulSet{}
+	case "DaemonSet":
+		into = &appsv1.DaemonSet{}
 	case "Service":
 		into = &corev1.Service{}
 	case "HTTPRoute":

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
@@ -394,14 +395,30 @@ func (r *reconciler) targetRetry() {
 	}
 }
 
-// executeTarget makes the target writes of a plan, stopping at the first the API server refuses.
+// executeTarget makes the target writes of a plan, stopping at the first the API server refuses,
+// then lets a targetConverger move its pods. What the pods' move did goes into the Event of the
+// plan's last write, or else only to the log: a DaemonSet's release deletes pods in many syncs,
+// and an Event for each would use up the Events client-go lets through for the Canary (a burst
+// of 25), dropping those of the release's steps and rollback.
 func (c *Controller) executeTarget(ctx context.Context, r *reconciler) (*failure, error) {
-	for _, w := range r.targetWrites {
+	fail := func(err error) (*failure, error) {
+		f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: err.Error()}
+		c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
+		return f, err
+	}
+	for i, w := range r.targetWrites {
 		done, err := r.obs.target.write(ctx, c, r.canary, w)
 		if err != nil {
-			f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: err.Error()}
-			c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
-			return f, err
+			return fail(err)
+		}
+		if i == len(r.targetWrites)-1 {
+			moved, err := c.convergeTarget(ctx, r)
+			if err != nil {
+				return fail(err)
+			}
+			if moved != "" {
+				done += "; " + moved
+			}
 		}
 		reason := v1alpha1.EventPartitionSet
 		if w.kind == restoreTemplate {
@@ -409,40 +426,41 @@ func (c *Controller) executeTarget(ctx context.Context, r *reconciler) (*failure
 		}
 		c.Recorder.Event(r.canary, corev1.EventTypeNormal, reason, done)
 	}
-	return c.convergeTarget(ctx, r)
+	if len(r.targetWrites) > 0 {
+		return nil, nil
+	}
+	moved, err := c.convergeTarget(ctx, r)
+	if err != nil {
+		return fail(err)
+	}
+	if moved != "" {
+		klog.FromContext(ctx).V(2).Info("Moved the target's pods", "canary", klog.KObj(r.canary), "done", moved)
+	}
+	return nil, nil
 }
 
 // convergeTarget lets a targetConverger move its pods towards the partition the plan leaves
 // (the one it wrote, or else the one held); while the release rolls back (the stable revision is
 // the update one again) every pod goes to it. Not for a refused Canary, a target whose
 // controller has not observed its spec, nor in a sync that wrote its template: the next sync
-// reads the revision that write made.
-func (c *Controller) convergeTarget(ctx context.Context, r *reconciler) (*failure, error) {
+// reads the revision that write made. It says what it did ("" for nothing).
+func (c *Controller) convergeTarget(ctx context.Context, r *reconciler) (string, error) {
 	cv, ok := r.obs.target.(targetConverger)
 	if !ok || r.degraded || !r.obs.target.state().observed {
-		return nil, nil
+		return "", nil
 	}
 	ts := r.obs.target.state()
 	keep, held := ts.held, false
 	for _, w := range r.targetWrites {
 		if w.kind == restoreTemplate {
-			return nil, nil
+			return "", nil
 		}
 		keep, held = w.partition, true
 	}
 	if ts.updateRevision == r.stableRev {
 		keep = 0
 	}
-	done, err := cv.converge(ctx, c, keep, held)
-	if err != nil {
-		f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: err.Error()}
-		c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
-		return f, err
-	}
-	if done != "" {
-		c.Recorder.Event(r.canary, corev1.EventTypeNormal, v1alpha1.EventPartitionSet, done)
-	}
-	return nil, nil
+	return cv.converge(ctx, c, keep, held)
 }
 
 // targetStatus fills the replica counts and status.target of a Canary with a target.

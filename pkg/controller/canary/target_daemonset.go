@@ -373,8 +373,8 @@ func (t *daemonSetTarget) converge(ctx context.Context, c *Controller, keep int3
 	if names == nil {
 		return "", nil
 	}
-	return fmt.Sprintf("deleted %d old pods of DaemonSet %q (%s) for revision %s to replace, %d kept on the stable revision, at most %d unavailable",
-		len(names), t.Name, strings.Join(names, ", "), t.revisionName(t.update), keep, t.maxUnavailable()), nil
+	return fmt.Sprintf("deleted pods %s of DaemonSet %q for the DaemonSet controller to recreate on revision %s (%d kept off it, at most %d unavailable at once)",
+		strings.Join(names, ", "), t.Name, t.revisionName(t.update), keep, t.maxUnavailable()), nil
 }
 
 // releaseHold, when no release is under way, writes back the updateStrategy the DaemonSet had

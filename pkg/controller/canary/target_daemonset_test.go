@@ -261,11 +261,16 @@ func TestDaemonSetTargetAbort(t *testing.T) {
 	kube := k8sfake.NewClientset(podObjects(back.pods)...)
 	c := &Controller{kubeClient: kube}
 	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
-	if f, err := c.convergeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("convergeTarget: %v %v", f, err)
+	rec := record.NewFakeRecorder(10)
+	c.Base = base.New(ControllerName, Kind, rec)
+	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
+		t.Fatalf("executeTarget: %v %v", f, err)
 	}
 	if got := actions(kube); got != "delete pods agents-0" {
 		t.Errorf("actions %q, want the pod of the aborted revision deleted", got)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("an Event %q for a deletion without a write: deletions are logged only", <-rec.Events)
 	}
 	r = syncDS(cn, agents("h1", ptr.To[int32](3), "h1", "h1", "h1", "h1"))
 	if cn.Status.Phase != v1alpha1.CanaryRolledBack || len(r.targetWrites) != 1 || r.targetWrites[0].partition != 4 {
@@ -304,12 +309,17 @@ func TestDaemonSetHoldAndReleaseActions(t *testing.T) {
 	target := agents("h2", nil, "h1", "h1", "h1", "h1")
 	kube := k8sfake.NewClientset(append(podObjects(target.pods), target.DaemonSet)...)
 	c := &Controller{kubeClient: kube}
-	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
+	rec := record.NewFakeRecorder(10)
+	c.Base = base.New(ControllerName, Kind, rec)
 	cn := dsCanary()
 	r := &reconciler{obs: &observed{target: target, canary: cn}, canary: cn, stableRev: "agents-h1",
 		targetWrites: []targetWrite{{kind: setPartition, partition: 3, step: 1}}}
 	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
 		t.Fatalf("executeTarget: %v %v", f, err)
+	}
+	// One Event says both.
+	if e := <-rec.Events; !strings.Contains(e, "OnDelete") || !strings.Contains(e, "deleted pods agents-0") || len(rec.Events) != 0 {
+		t.Errorf("event %q (and %d more), want one naming the hold and the deleted pod", e, len(rec.Events))
 	}
 	want := `patch daemonsets {"metadata":{"annotations":{"apps.workload.dev/daemonset-partition":"3","apps.workload.dev/daemonset-update-strategy":"{\"type\":\"RollingUpdate\",\"rollingUpdate\":{\"maxUnavailable\":1}}"}},"spec":{"updateStrategy":{"rollingUpdate":null,"type":"OnDelete"}}}` +
 		"\ndelete pods agents-0"
