@@ -25,12 +25,18 @@ func targetCounts(c *v1alpha1.Canary) string {
 	if ref.Kind == Deployment.Name {
 		return deploymentTargetCounts(c) // canary_deployment_target.go
 	}
-	if t.UpdateRevision == t.StableRevision {
-		return fmt.Sprintf("%s/%s at revision %s, %d/%d available, held at partition %d",
-			kindShort(ref.Kind), ref.Name, t.StableRevision, t.AvailableReplicas, c.Spec.Replicas, t.Partition)
+	// A DaemonSet has no partition: the agent keeps that many pods on the stable revision.
+	held, hold := fmt.Sprintf("partition %d", t.Partition), fmt.Sprintf("held at partition %d", t.Partition)
+	if ref.Kind == daemonSet {
+		held = fmt.Sprintf("%d kept on the stable revision", t.Partition)
+		hold = "held with updateStrategy OnDelete"
 	}
-	return fmt.Sprintf("%s/%s: %d/%d pods on revision %s (from %s), %d available, partition %d",
-		kindShort(ref.Kind), ref.Name, t.UpdatedReplicas, c.Spec.Replicas, t.UpdateRevision, t.StableRevision, t.AvailableReplicas, t.Partition)
+	if t.UpdateRevision == t.StableRevision {
+		return fmt.Sprintf("%s/%s at revision %s, %d/%d available, %s",
+			kindShort(ref.Kind), ref.Name, t.StableRevision, t.AvailableReplicas, c.Spec.Replicas, hold)
+	}
+	return fmt.Sprintf("%s/%s: %d/%d pods on revision %s (from %s), %d available, %s",
+		kindShort(ref.Kind), ref.Name, t.UpdatedReplicas, c.Spec.Replicas, t.UpdateRevision, t.StableRevision, t.AvailableReplicas, held)
 }
 
 // kindShort is the short name of a target kind.

@@ -265,6 +265,13 @@ func TestStatusOnce(t *testing.T) {
 			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "batch 1/4: 1 of 1 canary pods available, stable at 4"
 			c.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "web-6b5d", UpdateRevision: "web-84f1", Partition: 4, UpdatedReplicas: 1, AvailableReplicas: 5}
 		}), []string{"canary/checkout"}},
+		{"canary-target-daemonset", canary(func(c *v1alpha1.Canary) {
+			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: "agents"}
+			c.Spec.Replicas = 6
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "step 2/3: 2 of 3 canary pods available"
+			c.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "agents-6b5d", UpdateRevision: "agents-84f1", Partition: 3, UpdatedReplicas: 2, AvailableReplicas: 5}
+		}), []string{"canary/checkout"}},
 		{"error-missing", tapp(nil), []string{"tapp/nope"}},
 		{"error-unknown-type", tapp(nil), []string{"pod/web"}},
 		{"error-no-args", tapp(nil), nil},

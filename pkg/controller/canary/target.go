@@ -479,6 +479,12 @@ func targetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
 	}
 	if st.Target != nil {
 		t.AbortedRevision, t.AbortedRetries = st.Target.AbortedRevision, st.Target.AbortedRetries
+		if !ts.observed {
+			// Its controller has not caught up with its spec: the revision being released stays
+			// the one the last observed sync saw, so that the next one tells a new revision (a
+			// DaemonSet's newest ControllerRevision is there before its status says so).
+			t.UpdateRevision = st.Target.UpdateRevision
+		}
 	}
 	if r.abortedRevision != "" {
 		t.AbortedRevision, t.AbortedRetries = r.abortedRevision, r.canary.Spec.Retries

@@ -203,6 +203,17 @@ func TestDaemonSetTargetReleaseThroughTheSteps(t *testing.T) {
 	if w := r.targetWrites; len(w) != 1 || w[0].partition != 4 {
 		t.Errorf("after completion writes %+v, want the hold at 4", w)
 	}
+
+	// The next template: its ControllerRevision h3 is listed before the DaemonSet controller
+	// observed the change (its status still counts every pod updated). The release of h3 then
+	// starts from step 1, not at the last step of the release before.
+	lagging := agents("h3", ptr.To[int32](4), "h2", "h2", "h2", "h2")
+	lagging.Generation, lagging.Status.UpdatedNumberScheduled = 3, 4
+	syncDS(cn, lagging)
+	r = syncDS(cn, agents("h3", ptr.To[int32](4), "h2", "h2", "h2", "h2"))
+	if w := r.targetWrites; cn.Status.CurrentBatch != 1 || len(w) != 1 || w[0].partition != 3 {
+		t.Errorf("release of h3: step %d writes %+v, want step 1 keeping 3", cn.Status.CurrentBatch, w)
+	}
 }
 
 // Unavailable old pods go first and cost no availability; pods of a revision between the stable
