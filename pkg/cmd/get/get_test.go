@@ -218,6 +218,30 @@ func stsObjects() []runtime.Object {
 	return objs
 }
 
+// dsTargetObjects is Canary agents releasing DaemonSet agents in place: step 1 of 2, one of its
+// three pods on the new revision.
+func dsTargetObjects() []runtime.Object {
+	d := &appsv1.DaemonSet{ObjectMeta: meta("agents", "uid-agents", 72*time.Hour, nil, nil, schema{})}
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "agents")}
+	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+	d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3, UpdatedNumberScheduled: 1}
+	c := &v1alpha1.Canary{ObjectMeta: meta("agents", "uid-canary-agents", 2*time.Hour, nil, nil, schema{})}
+	c.Spec.Replicas = 3
+	c.Spec.Batches = ptr.To[int32](2)
+	c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: "agents"}
+	c.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryPaused, CurrentBatch: 1,
+		CanaryReplicas: 1, CanaryAvailable: 1, StableReplicas: 2, StableAvailable: 2,
+		Target: &v1alpha1.CanaryTargetStatus{StableRevision: "agents-6b5d", UpdateRevision: "agents-84f1", Partition: 2, UpdatedReplicas: 1, AvailableReplicas: 3},
+		Batches: []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 1, State: v1alpha1.BatchPaused, StartTime: ptr.To(metav1.NewTime(t0.Add(-30 * time.Minute)))},
+			{Index: 2, CanaryReplicas: 3, State: v1alpha1.BatchPending}}}
+	objs := []runtime.Object{c, d}
+	for i, h := range []string{"6b5d", "84f1", "6b5d"} {
+		objs = append(objs, pod("agents-"+string(rune('a'+i)), labels("app", "agents", appsv1.ControllerRevisionHashLabelKey, h), d, schema{"apps/v1", "DaemonSet"}, time.Hour, "ready", 0))
+	}
+	return objs
+}
+
 func TestGet(t *testing.T) {
 	all := func(sets ...[]runtime.Object) []runtime.Object {
 		var out []runtime.Object
@@ -226,7 +250,7 @@ func TestGet(t *testing.T) {
 		}
 		return out
 	}
-	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(), []runtime.Object{tappCanary()},
+	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(), []runtime.Object{tappCanary()}, dsTargetObjects(),
 		deployment("front", 2, labels("app", "front"), nil, []rev{{"aaaa", []string{"front-aaaa-1"}}, {"bbbb", []string{"front-bbbb-1", "front-bbbb-2"}}}))
 	tests := []struct {
 		name string
@@ -238,6 +262,7 @@ func TestGet(t *testing.T) {
 		{"ud-tree", []string{"ud/orders"}},
 		{"canary-tree", []string{"canary", "checkout"}},
 		{"canary-tapp-target-tree", []string{"canary/games"}},
+		{"canary-daemonset-target-tree", []string{"canary/agents"}},
 		{"deploy-tree", []string{"deploy/front"}},
 		{"sts-tree", []string{"sts/db"}},
 		{"tapp-name", []string{"tapp/web", "-o", "name"}},
