@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,9 +31,9 @@ import (
 // started again knows it; the DaemonSet's own maxUnavailable (as it was before the hold, kept in
 // another annotation) bounds how many of its pods are unavailable while the agent deletes them.
 //
-// A DaemonSet's status has no revisions: the update revision is its newest ControllerRevision
-// (whose hash the DaemonSet controller puts on new pods, label controller-revision-hash), the
-// current one the oldest revision a pod still runs. Its revision data is, as a StatefulSet's, the
+// A DaemonSet's status has no revisions: the update revision is the ControllerRevision that
+// records its template (whose hash the DaemonSet controller puts on new pods, label
+// controller-revision-hash), the current one the oldest revision a pod still runs. Its revision data is, as a StatefulSet's, the
 // strategic merge patch of spec.template that kubectl rollout undo applies.
 
 const (
@@ -123,7 +124,6 @@ func readDaemonSet(ctx context.Context, kube kubernetes.Interface, ds *appsv1.Da
 	if err != nil {
 		return nil, fmt.Errorf("listing the ControllerRevisions of DaemonSet %q: %w", ds.Name, err)
 	}
-	newest := int64(-1)
 	for i := range revs.Items {
 		rev := &revs.Items[i]
 		hash := rev.Labels[appsv1.ControllerRevisionHashLabelKey]
@@ -131,8 +131,8 @@ func readDaemonSet(ctx context.Context, kube kubernetes.Interface, ds *appsv1.Da
 			continue
 		}
 		t.revisions[hash] = daemonSetRevision{name: rev.Name, revision: rev.Revision}
-		if rev.Revision > newest {
-			newest, t.update = rev.Revision, hash
+		if recordsTemplate(rev, &ds.Spec.Template) {
+			t.update = hash
 		}
 	}
 	if t.update == "" || ds.Status.UpdatedNumberScheduled >= ds.Status.DesiredNumberScheduled {
@@ -149,6 +149,23 @@ func readDaemonSet(ctx context.Context, kube kubernetes.Interface, ds *appsv1.Da
 		}
 	}
 	return t, nil
+}
+
+// recordsTemplate says whether a DaemonSet's ControllerRevision records template. The update
+// revision is the one of the DaemonSet as read, not the newest listed: the watch of the DaemonSet
+// may lag the list, and a newer revision taken for its own would be a release of a template not
+// seen yet. The DaemonSet controller matches its revisions the same way (the data is the
+// template, as a patch that replaces spec.template).
+func recordsTemplate(rev *appsv1.ControllerRevision, template *corev1.PodTemplateSpec) bool {
+	var data struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(&data.Spec.Template, template)
 }
 
 func (t *daemonSetTarget) state() targetState {
@@ -318,7 +335,7 @@ func (t *daemonSetTarget) deletions(keep int32) []*corev1.Pod {
 		}
 	}
 	excess := int32(len(old)) - keep
-	if excess <= 0 {
+	if excess <= 0 || t.stale() {
 		return nil
 	}
 	budget := t.maxUnavailable() - max(0, t.Status.DesiredNumberScheduled-available)
@@ -350,6 +367,18 @@ func (t *daemonSetTarget) deletions(keep int32) []*corev1.Pod {
 		excess--
 	}
 	return out
+}
+
+// stale says a pod runs a revision newer than the update one: the DaemonSet as read lags its
+// template, and pods are not deleted for a revision it no longer has (its next event comes).
+func (t *daemonSetTarget) stale() bool {
+	update := t.revisions[t.update].revision
+	for _, p := range t.pods {
+		if r, ok := t.revisions[p.Labels[appsv1.ControllerRevisionHashLabelKey]]; ok && r.revision > update {
+			return true
+		}
+	}
+	return false
 }
 
 // converge deletes the pods that keep more than keep pods off the update revision, within

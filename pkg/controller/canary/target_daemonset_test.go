@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -111,19 +112,35 @@ func names(pods []*corev1.Pod) string {
 	return strings.Join(out, ",")
 }
 
-// readDaemonSet finds the update revision (the newest ControllerRevision of the DaemonSet) and
-// the current one (the oldest a pod runs), and lists its pods only while some are not updated.
+// agentsTemplate is the DaemonSet's pod template of a revision, its image agent:<hash>.
+func agentsTemplate(hash string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agents"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent:" + hash}}}}
+}
+
+// agentsRevision is the ControllerRevision the DaemonSet controller makes of a template: its
+// data replaces spec.template.
+func agentsRevision(ds *appsv1.DaemonSet, hash string, revision int64) *appsv1.ControllerRevision {
+	tmpl, _ := json.Marshal(agentsTemplate(hash))
+	var m map[string]any
+	_ = json.Unmarshal(tmpl, &m)
+	m["$patch"] = "replace"
+	data, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": m}})
+	return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents-" + hash,
+		Labels:          map[string]string{"app": "agents", appsv1.ControllerRevisionHashLabelKey: hash},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind(kindDaemonSet))}},
+		Data: runtime.RawExtension{Raw: data}, Revision: revision}
+}
+
+// readDaemonSet finds the update revision (the ControllerRevision of the DaemonSet's template)
+// and the current one (the oldest a pod runs), and lists its pods only while some are not
+// updated.
 func TestReadDaemonSetRevisions(t *testing.T) {
 	pods := dsPods("h1", "h1", "h2", "h1")
 	ds := agentsDS("h2", ptr.To[int32](3), pods)
+	ds.Spec.Template = agentsTemplate("h2")
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other", Labels: map[string]string{"app": "agents", appsv1.ControllerRevisionHashLabelKey: "hx"}}}
-	var objs []runtime.Object
-	for i, h := range []string{"h1", "h2"} {
-		objs = append(objs, &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agents-" + h,
-			Labels:          map[string]string{"app": "agents", appsv1.ControllerRevisionHashLabelKey: h},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind(kindDaemonSet))}},
-			Revision: int64(i + 1)})
-	}
+	objs := []runtime.Object{agentsRevision(ds, "h1", 1), agentsRevision(ds, "h2", 2)}
 	for _, p := range append(pods, other) {
 		objs = append(objs, p)
 	}
@@ -142,6 +159,7 @@ func TestReadDaemonSetRevisions(t *testing.T) {
 	// Every pod on the update revision: no pod is listed.
 	kube.ClearActions()
 	ds = agentsDS("h2", ptr.To[int32](4), dsPods("h2", "h2", "h2", "h2"))
+	ds.Spec.Template = agentsTemplate("h2")
 	if got, err = readDaemonSet(context.Background(), kube, ds, start); err != nil || got.pods != nil || got.state().currentRevision != "agents-h2" {
 		t.Fatalf("settled: %v pods %v state %+v", err, got.pods, got.state())
 	}
@@ -149,6 +167,16 @@ func TestReadDaemonSetRevisions(t *testing.T) {
 		if a.GetResource().Resource == "pods" {
 			t.Errorf("settled DaemonSet: %s %s, want no pod read", a.GetVerb(), a.GetResource().Resource)
 		}
+	}
+	// The watch lags: the DaemonSet as read has template h1, and h2 is listed already. Its
+	// update revision is h1 (and the pods of h2 are not deleted for it).
+	ds = agentsDS("h1", ptr.To[int32](4), pods)
+	ds.Spec.Template = agentsTemplate("h1")
+	if got, err = readDaemonSet(context.Background(), kube, ds, start); err != nil || got.state().updateRevision != "agents-h1" {
+		t.Fatalf("lagging watch: %v state %+v", err, got.state())
+	}
+	if d := got.deletions(0); len(d) != 0 {
+		t.Errorf("lagging watch: deletions %s, want none", names(d))
 	}
 }
 
