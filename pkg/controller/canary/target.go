@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -53,6 +54,29 @@ type targetKind interface {
 	releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error
 	// run starts what the kind watches by itself (nothing when it reads a shared informer).
 	run(ctx context.Context)
+}
+
+// listedKind is embedded by the kinds read from a shared informer that lists every object of the
+// kind (our own kinds, which the agent's controllers cache anyway): nothing to reference, forget
+// or run.
+type listedKind struct{}
+
+func (listedKind) reference(cache.ObjectName, string) bool { return true }
+func (listedKind) forget(cache.ObjectName)                 {}
+func (listedKind) run(context.Context)                     {}
+
+// listed turns what a lister's Get returns into what a targetKind's get does: NotFound is no
+// workload (nil, nil), an object is wrapped.
+func listed[T any](wrap func(T) targetWorkload) func(T, error) (targetWorkload, error) {
+	return func(obj T, err error) (targetWorkload, error) {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return wrap(obj), nil
+	}
 }
 
 // targetWorkload is one target workload as read by a sync.

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
@@ -35,7 +34,7 @@ const kindTApp = "TApp"
 // SetTAppSource gives the controller the TApps Canaries target: a lister that holds every TApp
 // (the agent's shared informer; a test's store).
 func (c *Controller) SetTAppSource(l appslisters.TAppLister) {
-	c.SetTargetKind(kindTApp, tappKind{l})
+	c.SetTargetKind(kindTApp, tappKind{lister: l})
 }
 
 // ReadTApps makes the controller release the TApps Canaries target from the shared informer
@@ -51,23 +50,14 @@ func (c *Controller) ReadTApps(tapps appsinformers.TAppInformer) error {
 }
 
 // tappKind is the TApp targetKind over a lister.
-type tappKind struct{ lister appslisters.TAppLister }
-
-func (k tappKind) get(namespace, name string) (targetWorkload, error) {
-	t, err := k.lister.TApps(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return tappTarget{t}, nil
+type tappKind struct {
+	listedKind
+	lister appslisters.TAppLister
 }
 
-// The shared informer lists every TApp: nothing to reference, forget or run.
-func (tappKind) reference(cache.ObjectName, string) bool { return true }
-func (tappKind) forget(cache.ObjectName)                 {}
-func (tappKind) run(context.Context)                     {}
+func (k tappKind) get(namespace, name string) (targetWorkload, error) {
+	return listed(func(t *v1alpha1.TApp) targetWorkload { return tappTarget{t} })(k.lister.TApps(namespace).Get(name))
+}
 
 // tappTarget is a targeted TApp as one sync read it.
 type tappTarget struct{ *v1alpha1.TApp }
@@ -180,26 +170,14 @@ func (c *Controller) patchTAppPartition(ctx context.Context, namespace, name str
 // current ones, so a JSON patch replaces the template, and the pool (or removes it when the
 // revision had none); the TApp controller then finds the revision's hash again.
 func (c *Controller) restoreTAppRevision(ctx context.Context, t *v1alpha1.TApp, name string) error {
-	rev, err := c.kubeClient.AppsV1().ControllerRevisions(t.Namespace).Get(ctx, name, metav1.GetOptions{})
+	data, err := c.revisionSpec(ctx, t, kindTApp, name)
 	if err != nil {
-		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+		return err
 	}
-	if !metav1.IsControlledBy(rev, t) {
-		return fmt.Errorf("ControllerRevision %q does not belong to TApp %q", name, t.Name)
-	}
-	var data struct {
-		Spec struct {
-			Template     json.RawMessage `json:"template"`
-			TemplatePool json.RawMessage `json:"templatePool"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil || len(data.Spec.Template) == 0 {
-		return fmt.Errorf("ControllerRevision %q holds no TApp template (%v): was it written by the agent?", name, err)
-	}
-	ops := []map[string]any{{"op": "replace", "path": "/spec/template", "value": data.Spec.Template}}
+	ops := []map[string]any{{"op": "replace", "path": "/spec/template", "value": data.Template}}
 	switch {
-	case len(data.Spec.TemplatePool) > 0 && string(data.Spec.TemplatePool) != "null":
-		ops = append(ops, map[string]any{"op": "add", "path": "/spec/templatePool", "value": data.Spec.TemplatePool})
+	case len(data.TemplatePool) > 0 && string(data.TemplatePool) != "null":
+		ops = append(ops, map[string]any{"op": "add", "path": "/spec/templatePool", "value": data.TemplatePool})
 	case t.Spec.TemplatePool != nil:
 		ops = append(ops, map[string]any{"op": "remove", "path": "/spec/templatePool"})
 	}

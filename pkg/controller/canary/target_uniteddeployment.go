@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	informers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
@@ -31,29 +30,20 @@ const kindUnitedDeployment = "UnitedDeployment"
 // WatchUnitedDeployments makes UnitedDeployments targets of Canaries, read from the agent's
 // shared informer (the UnitedDeployment controller caches them all already).
 func (c *Controller) WatchUnitedDeployments(inf informers.UnitedDeploymentInformer) error {
-	c.SetTargetKind(kindUnitedDeployment, unitedDeploymentKind{inf.Lister()})
+	c.SetTargetKind(kindUnitedDeployment, unitedDeploymentKind{lister: inf.Lister()})
 	return c.Watch(inf.Informer(), c.targetHandler(kindUnitedDeployment))
 }
 
 // unitedDeploymentKind is the UnitedDeployment targetKind over a lister.
 type unitedDeploymentKind struct {
+	listedKind
 	lister listers.UnitedDeploymentLister
 }
 
 func (k unitedDeploymentKind) get(namespace, name string) (targetWorkload, error) {
-	ud, err := k.lister.UnitedDeployments(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return unitedDeploymentTarget{ud}, nil
+	wrap := func(ud *v1alpha1.UnitedDeployment) targetWorkload { return unitedDeploymentTarget{ud} }
+	return listed(wrap)(k.lister.UnitedDeployments(namespace).Get(name))
 }
-
-func (unitedDeploymentKind) reference(cache.ObjectName, string) bool { return true }
-func (unitedDeploymentKind) forget(cache.ObjectName)                 {}
-func (unitedDeploymentKind) run(context.Context)                     {}
 
 // unitedDeploymentTarget is a targeted UnitedDeployment as one sync read it.
 type unitedDeploymentTarget struct{ *v1alpha1.UnitedDeployment }
@@ -194,27 +184,42 @@ func (t unitedDeploymentTarget) write(ctx context.Context, c *Controller, cn *v1
 // its data is {"spec":{"template":…}}, which a JSON patch puts in place whole (a merge patch
 // would keep fields the newer template added).
 func (c *Controller) restoreUnitedDeployment(ctx context.Context, ud *v1alpha1.UnitedDeployment, name string) error {
-	rev, err := c.kubeClient.AppsV1().ControllerRevisions(ud.Namespace).Get(ctx, name, metav1.GetOptions{})
+	spec, err := c.revisionSpec(ctx, ud, kindUnitedDeployment, name)
 	if err != nil {
-		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+		return err
 	}
-	if !metav1.IsControlledBy(rev, ud) {
-		return fmt.Errorf("ControllerRevision %q does not belong to UnitedDeployment %q", name, ud.Name)
-	}
-	var data struct {
-		Spec struct {
-			Template json.RawMessage `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil || len(data.Spec.Template) == 0 {
-		return fmt.Errorf("ControllerRevision %q holds no spec.template (%v)", name, err)
-	}
-	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec/template", "value": data.Spec.Template}})
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec/template", "value": spec.Template}})
 	if err != nil {
 		return err
 	}
 	_, err = c.client.AppsV1alpha1().UnitedDeployments(ud.Namespace).Patch(ctx, ud.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	return err
+}
+
+// revisionSpec is what a ControllerRevision of owner (a TApp or UnitedDeployment: their
+// controllers record {"spec":{"template":…[,"templatePool":…]}}) holds, read from the API
+// server and checked to be owner's.
+func (c *Controller) revisionSpec(ctx context.Context, owner metav1.Object, kind, name string) (*revisionData, error) {
+	rev, err := c.kubeClient.AppsV1().ControllerRevisions(owner.GetNamespace()).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+	}
+	if !metav1.IsControlledBy(rev, owner) {
+		return nil, fmt.Errorf("ControllerRevision %q does not belong to %s %q", name, kind, owner.GetName())
+	}
+	var data struct {
+		Spec revisionData `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil || len(data.Spec.Template) == 0 {
+		return nil, fmt.Errorf("ControllerRevision %q holds no spec.template of a %s (%v): was it written by the agent?", name, kind, err)
+	}
+	return &data.Spec, nil
+}
+
+// revisionData is the spec a TApp's or UnitedDeployment's ControllerRevision records.
+type revisionData struct {
+	Template     json.RawMessage `json:"template"`
+	TemplatePool json.RawMessage `json:"templatePool"`
 }
 
 // releaseHold drops the partitions the Canary held when no release is under way, so that the
