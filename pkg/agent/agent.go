@@ -157,13 +157,14 @@ func UserAgent(identity string) string {
 }
 
 // Run runs the agent with the options until ctx is done: the soft memory limit
-// (--memory-limit), NewClients, New, Agent.Run.
+// (--memory-limit), GOGC (--gc-percent), NewClients, New, Agent.Run.
 func Run(ctx context.Context, opts *Options) error {
 	mem, err := applyMemoryLimit(opts.MemoryLimit)
 	if err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Go soft memory limit", "bytes", debug.SetMemoryLimit(-1), "source", mem.source)
+	klog.FromContext(ctx).Info("Go GC percent", "source", applyGCPercent(opts.GCPercent))
 	clients, err := NewClients(opts)
 	if err != nil {
 		return err

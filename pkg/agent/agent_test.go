@@ -339,7 +339,7 @@ func TestHealthAndMetricsOnOneAddress(t *testing.T) {
 	opts.LeaderElect = false
 	opts.Registry = map[string]InitFunc{}
 	// Find a free port, then ask for the same address for both servers.
-	probe, err := New(&Options{QPS: 1, Burst: 1, Workers: 1, HealthAddr: "127.0.0.1:0", MetricsAddr: "0"},
+	probe, err := New(&Options{QPS: 1, Burst: 1, Workers: 1, GCPercent: DefaultGCPercent, HealthAddr: "127.0.0.1:0", MetricsAddr: "0"},
 		&Clients{Kube: kubefake.NewClientset(), Client: workloadfake.NewSimpleClientset()})
 	if err != nil {
 		t.Fatal(err)

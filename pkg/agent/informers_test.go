@@ -6,8 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/diff"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -247,5 +250,95 @@ func TestEveryControllerInformerIsFiltered(t *testing.T) {
 				t.Errorf("no list or watch of a native resource: %v", kube.Actions())
 			}
 		})
+	}
+}
+
+// fullPod is a pod as the API server returns one of a TApp: admission's service account volume
+// and tolerations, and a container with everything a template may set.
+func fullPod() *corev1.Pod {
+	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}
+	always := corev1.ContainerRestartPolicyAlways
+	grace := int64(30)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "web-0", UID: "u1", ResourceVersion: "7", Labels: managedLabels(),
+			Annotations: map[string]string{"a": "b"}, ManagedFields: someManagedFields,
+			OwnerReferences: []metav1.OwnerReference{{Kind: "TApp", Name: "web", UID: "t1"}},
+		},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}},
+			InitContainers: []corev1.Container{{Name: "sidecar", Image: "proxy:1", RestartPolicy: &always, Resources: res,
+				Args: []string{"--x"}, VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run"}}}},
+			Containers: []corev1.Container{{Name: "main", Image: "app:v1", Resources: res,
+				Command: []string{"/app"}, Env: []corev1.EnvVar{{Name: "K", Value: "V"}},
+				Ports:          []corev1.ContainerPort{{ContainerPort: 80}},
+				ReadinessProbe: &corev1.Probe{PeriodSeconds: 5},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run"}}}},
+			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: "tapp.apps.workload.dev/InPlaceUpdateReady"}},
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			NodeName:                      "node-1",
+			Hostname:                      "web-0",
+			TerminationGracePeriodSeconds: &grace,
+			Tolerations:                   []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists}},
+			Affinity:                      &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			NodeSelector:                  map[string]string{"zone": "a"},
+			SecurityContext:               &corev1.PodSecurityContext{},
+		},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "app:v1", Ready: true, RestartCount: 2, Resources: &res}},
+			PodIP:             "10.0.0.1",
+		},
+	}
+}
+
+func TestTrimPodKeepsWhatControllersRead(t *testing.T) {
+	p := fullPod()
+	want := fullPod()
+	want.ManagedFields = nil
+	want.Spec.Volumes, want.Spec.Tolerations, want.Spec.Affinity, want.Spec.NodeSelector, want.Spec.SecurityContext = nil, nil, nil, nil, nil
+	want.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "proxy:1", RestartPolicy: p.Spec.InitContainers[0].RestartPolicy, Resources: p.Spec.InitContainers[0].Resources}}
+	want.Spec.Containers = []corev1.Container{{Name: "main", Image: "app:v1", Resources: p.Spec.Containers[0].Resources}}
+
+	out, err := TrimPods(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(want, out) {
+		t.Errorf("trimmed pod (-want +got):\n%s", diff.Diff(want, out))
+	}
+
+	tomb, err := TrimPods(cache.DeletedFinalStateUnknown{Key: "ns/web-0", Obj: fullPod()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tomb.(cache.DeletedFinalStateUnknown).Obj; !equality.Semantic.DeepEqual(want, got) {
+		t.Errorf("tombstone's pod (-want +got):\n%s", diff.Diff(want, got))
+	}
+
+	// Other kinds lose only their managedFields.
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", ManagedFields: someManagedFields},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	out, _ = TrimPods(pvc)
+	if got := out.(*corev1.PersistentVolumeClaim); got.ManagedFields != nil || got.Spec.VolumeName != "pv-1" {
+		t.Errorf("PVC after the transform: %+v", got)
+	}
+}
+
+func TestManagedFactoryTrimsPods(t *testing.T) {
+	kube := kubefake.NewClientset(fullPod())
+	f := NewFactories(kube, workloadfake.NewSimpleClientset(), "", 0)
+	pods := f.Managed.Core().V1().Pods()
+	pods.Informer()
+	syncFactories(t, f)
+	got, err := pods.Lister().Pods("ns").Get("web-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Volumes) != 0 || got.Spec.Containers[0].Env != nil || got.Spec.Containers[0].Image != "app:v1" {
+		t.Errorf("managed pod cache: volumes %v, env %v, image %q: want the pod trimmed, its image kept",
+			got.Spec.Volumes, got.Spec.Containers[0].Env, got.Spec.Containers[0].Image)
 	}
 }

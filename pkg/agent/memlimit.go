@@ -20,6 +20,17 @@ const (
 	// pages touched (30-40 MiB of an agent's RSS, measured in BenchmarkManySmall: peak RSS about
 	// 40 MiB above the soft limit).
 	memoryLimitHeadroom = 48 << 20
+
+	// DefaultGCPercent is the agent's GOGC. At Go's 100 the heap runs up to twice what the
+	// caches hold between collections: during BenchmarkManySmall's scale-out of 2000 TApps of 3
+	// pods (about 64 MB live) the agent's peak RSS was 202.4 MiB, against 161.4 at 50 and 141.2
+	// at 25 (target 150). The price, same benchmark: CPU time 44.5, 48.9 and 48.4 s, and at 25 the
+	// agent no longer kept its client's rate limiter busy on the shared 2-core machine (every pod
+	// Ready after 195, 198 and 232 s). --gc-percent raises it for an agent with memory to spare.
+	// bench/RESULTS.md, "GOGC and trimmed pods".
+	DefaultGCPercent = 25
+	minGCPercent     = 1
+	maxGCPercent     = 10000
 )
 
 // autoMemoryLimit is the soft limit for a container limit: the limit less 10% or
@@ -97,6 +108,24 @@ func cgroupMemoryLimit() int64 {
 		return n
 	}
 	return 0
+}
+
+// decideGCPercent chooses GOGC: $GOGC (env), which the runtime applied at start, wins over the
+// flag. 0 means the agent leaves the runtime's as it is.
+func decideGCPercent(flag int, env string) (int, string) {
+	if env != "" {
+		return 0, "GOGC=" + env
+	}
+	return flag, "--gc-percent=" + strconv.Itoa(flag)
+}
+
+// applyGCPercent sets GOGC per --gc-percent (see decideGCPercent) and says what decided it.
+func applyGCPercent(flag int) string {
+	p, source := decideGCPercent(flag, os.Getenv("GOGC"))
+	if p > 0 {
+		debug.SetGCPercent(p)
+	}
+	return source
 }
 
 // applyMemoryLimit sets the Go runtime's soft memory limit per --memory-limit (see

@@ -85,3 +85,23 @@ func TestValidateMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// GOGC wins over --gc-percent, which is otherwise taken as is.
+func TestDecideGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		flag   int
+		env    string
+		want   int
+		source string
+	}{
+		{flag: DefaultGCPercent, want: 25, source: "--gc-percent=25"},
+		{flag: 200, want: 200, source: "--gc-percent=200"},
+		{flag: 50, env: "off", want: 0, source: "GOGC=off"},
+		{flag: 50, env: "100", want: 0, source: "GOGC=100"},
+	} {
+		got, source := decideGCPercent(tc.flag, tc.env)
+		if got != tc.want || source != tc.source {
+			t.Errorf("%+v: got %d (%s)", tc, got, source)
+		}
+	}
+}

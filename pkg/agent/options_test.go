@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 		o.LeaderElectNamespace != "workload-system" || o.LeaderElectID != "workload-agent" ||
 		o.LeaseDuration != 15*time.Second || o.RenewDeadline != 10*time.Second || o.RetryPeriod != 2*time.Second ||
 		o.MetricsAddr != ":8080" || o.HealthAddr != ":8081" || o.Namespace != "" || o.Kubeconfig != "" ||
-		strings.Join(o.EnabledControllers, ",") != "*" {
+		strings.Join(o.EnabledControllers, ",") != "*" || o.GCPercent != 25 {
 		t.Errorf("defaults: %+v", o)
 	}
 }
@@ -67,12 +67,12 @@ func TestGoodFlags(t *testing.T) {
 	}
 	o, _, err := runCommand(t, "--kubeconfig", kubeconfig, "--namespace=team-a", "--qps=50.5", "--burst=100",
 		"--workers=16", "--leader-elect=false", "--metrics-addr=0", "--health-addr=127.0.0.1:0",
-		"--leader-elect-id=x.y", "-v=3", "--resync-period=10m")
+		"--leader-elect-id=x.y", "-v=3", "--resync-period=10m", "--gc-percent=200")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Kubeconfig != kubeconfig || o.Namespace != "team-a" || o.QPS != 50.5 || o.Burst != 100 || o.Workers != 16 ||
-		o.LeaderElect || o.MetricsAddr != "0" || o.HealthAddr != "127.0.0.1:0" || o.ResyncPeriod != 10*time.Minute {
+		o.LeaderElect || o.MetricsAddr != "0" || o.HealthAddr != "127.0.0.1:0" || o.ResyncPeriod != 10*time.Minute || o.GCPercent != 200 {
 		t.Errorf("parsed %+v", o)
 	}
 	// Leader election settings are not checked when leader election is off.
@@ -116,6 +116,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--resync-period=-1s"}, "--resync-period"},
 		{[]string{"--resync-period=1ms"}, "--resync-period"},
 		{[]string{"-v=loud"}, "--v"},
+		{[]string{"--gc-percent=0"}, "--gc-percent"},
+		{[]string{"--gc-percent=-1"}, "--gc-percent"},
+		{[]string{"--gc-percent=off"}, "--gc-percent"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -209,7 +212,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, flag := range []string{"--kubeconfig", "--namespace", "--qps", "--burst", "--workers", "--leader-elect ",
 		"--leader-elect-namespace", "--leader-elect-id", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
-		"--leader-elect-retry-period", "--metrics-addr", "--health-addr", "--controllers", "--v ", "--vmodule", "--version"} {
+		"--leader-elect-retry-period", "--metrics-addr", "--health-addr", "--memory-limit", "--gc-percent", "--controllers", "--v ", "--vmodule", "--version"} {
 		if !strings.Contains(out, flag) {
 			t.Errorf("--help does not list %s", flag)
 		}

@@ -532,6 +532,41 @@ func (a *Agent) RSS() (int64, error) {
 	return procStatus(a.Pid(), "VmRSS")
 }
 
+// RSSParts returns the agent's resident memory now, split as /proc/<pid>/status does: anonymous
+// (heap, stacks: what the Go runtime allocated) and file-backed (the binary's pages read in).
+func (a *Agent) RSSParts() (anon, file int64, err error) {
+	if anon, err = procStatus(a.Pid(), "RssAnon"); err != nil {
+		return 0, 0, err
+	}
+	file, err = procStatus(a.Pid(), "RssFile")
+	return anon, file, err
+}
+
+// CPUTime returns the CPU time the running agent has used, user and system, from
+// /proc/<pid>/stat (clock ticks of 1/100 s, the value of USER_HZ on Linux).
+func (a *Agent) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid()))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: count from after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", a.Pid(), b)
+	}
+	// utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", a.Pid(), err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
 // procStatus reads a "Name:   1234 kB" field of /proc/<pid>/status, in bytes.
 func procStatus(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))

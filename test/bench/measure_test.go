@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -40,6 +41,8 @@ type phase struct {
 	// ideal is the fewest controller pod writes per pod the operation needs: 1 for a create or
 	// an in-place update, 2 for a re-creation (delete, create). The target is 1.1 × ideal.
 	ideal float64
+	// peakTarget is the target of the agent's peak RSS; 0: targetPeakRSS.
+	peakTarget int64
 }
 
 // window is a span of API writes: apiserver_request_total and audit log deltas.
@@ -100,6 +103,11 @@ type result struct {
 	controller                   string
 	ideal                        float64
 	peakRSS                      int64 // 0 without an agent
+	// agentCPU is the agent's CPU time (user and system) from the phase's start to its end plus
+	// settle; rssAnon and rssFile its resident memory at that end, anonymous and file-backed.
+	agentCPU         time.Duration
+	rssAnon, rssFile int64
+	peakTarget       int64
 }
 
 // meetsWrites reports whether the controller's pod writes per pod are within 1.1 × ideal.
@@ -145,9 +153,14 @@ func (e *env) measure(b *testing.B, ph phase) *result {
 	}
 	tr := e.trackPods(b, ph.ns, ph.selector, ph.pods, ph.isDone)
 	w := e.openWindow(b)
+	var cpuAtStart time.Duration
 	if ph.agent != nil {
 		if err := resetPeakRSS(ph.agent.Pid()); err != nil {
 			b.Fatalf("resetting the agent's peak RSS: %v", err)
+		}
+		var err error
+		if cpuAtStart, err = ph.agent.CPUTime(); err != nil {
+			b.Fatal(err)
 		}
 	}
 	logf("bench: %s: start (%d pods)", ph.name, ph.pods)
@@ -166,7 +179,7 @@ func (e *env) measure(b *testing.B, ph phase) *result {
 	r := &result{
 		name: ph.name, pods: ph.pods, startedAt: start, controller: ph.controller, ideal: max(ph.ideal, 1),
 		first: tr.firstGood, half: tr.halfGood, ready: tr.allGood, complete: max(completeAt, tr.allGood),
-		writes: e.closeWindow(b, w),
+		writes: e.closeWindow(b, w), peakTarget: cmp.Or(ph.peakTarget, targetPeakRSS),
 	}
 	if ph.agent != nil {
 		peak, err := ph.agent.PeakRSS()
@@ -174,6 +187,14 @@ func (e *env) measure(b *testing.B, ph phase) *result {
 			b.Fatal(err)
 		}
 		r.peakRSS = peak
+		cpu, err := ph.agent.CPUTime()
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.agentCPU = cpu - cpuAtStart
+		if r.rssAnon, r.rssFile, err = ph.agent.RSSParts(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	keep(r)
 	r.print()
@@ -231,7 +252,9 @@ func (r *result) print() {
 	say("controller-object writes (apiserver_request_total): %s", r.writes.all.Filter(IsControllerObject).Format(0))
 	say("event writes: %.0f", r.writes.all.Filter(IsEvent).Total())
 	if r.peakRSS > 0 {
-		say("agent peak RSS during the phase: %s (target <= %s: %s)", MiB(r.peakRSS), MiB(targetPeakRSS), Verdict(r.peakRSS <= targetPeakRSS))
+		say("agent peak RSS during the phase: %s (target <= %s: %s)", MiB(r.peakRSS), MiB(r.peakTarget), Verdict(r.peakRSS <= r.peakTarget))
+		say("agent RSS at the end: %s anonymous (Go heap, stacks), %s file-backed (the binary's pages); agent CPU during the phase: %s",
+			MiB(r.rssAnon), MiB(r.rssFile), Secs(r.agentCPU))
 	}
 }
 

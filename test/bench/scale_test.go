@@ -272,6 +272,7 @@ func (e *env) smallPhase(b *testing.B, kind, ns, controller string, a *agentproc
 		controller: controller,
 		agent:      a,
 		ideal:      1,
+		peakTarget: targetSmallPeakRSS,
 	}
 }
 
