@@ -30,6 +30,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		c.deployments.Release(key)
 		c.forgetTarget(key)
 		c.forgetStatus(key.String())
+		c.contests.forget(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
 	}

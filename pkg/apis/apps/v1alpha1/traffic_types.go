@@ -103,6 +103,9 @@ const (
 	ReasonServiceNotFound       = "ServiceNotFound"
 	ReasonServiceSelector       = "ServiceSelectorMismatch"
 	ReasonHTTPRouteWriteFailed  = "HTTPRouteWriteFailed"
+	// ReasonHTTPRouteContested: another field manager keeps changing back the weights the agent
+	// sets (docs/traffic.md, "Another controller on the route"); the agent stopped writing them.
+	ReasonHTTPRouteContested = "HTTPRouteContested"
 
 	// EventTrafficShifted: the agent patched the HTTPRoute. EventHTTPRouteChanged: someone else
 	// changed the route between the agent's read and its write; it reads it again.

@@ -1,0 +1,117 @@
+package canary
+
+import (
+	"encoding/json"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// contestLimit is how many times in a row one other field manager may change back what the
+// agent set on an object before the agent stops writing it (docs/traffic.md, "Another
+// controller on the route"). A person's one-off edit is corrected; a controller that puts its
+// own value back every time is not fought: the agent writes at most contestLimit times against
+// it, then reports the Canary Degraded, naming the manager.
+const contestLimit = 3
+
+// contest is what the agent knows of the fields it owns on one object for one Canary: what it
+// last set, and who changed that back how many times in a row.
+type contest struct {
+	wrote   string // what the agent last set ("" before its first write)
+	base    string // the resourceVersion the agent's last write was made on
+	written string // the resourceVersion the agent's last write made
+	manager string // the field manager of the last change back
+	count   int    // changes back by manager in a row
+	seen    string // the resourceVersion of the object the last change back was counted (and its manager read) at
+}
+
+// contested reports whether the agent stopped writing the object.
+func (e *contest) contested() bool { return e.count >= contestLimit }
+
+// contests holds a contest per Canary and object. It lives in memory: an agent that starts
+// leading writes at most contestLimit times more before it stops again.
+type contests struct {
+	mu sync.Mutex
+	m  map[string]map[string]*contest // Canary key → object ("HTTPRoute/web") → contest
+}
+
+// get returns a copy of the contest of a Canary over an object (zero when none).
+func (cs *contests) get(canary, object string) contest {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if e, ok := cs.m[canary][object]; ok {
+		return *e
+	}
+	return contest{}
+}
+
+// set records the contest of a Canary over an object.
+func (cs *contests) set(canary, object string, e contest) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.m == nil {
+		cs.m = map[string]map[string]*contest{}
+	}
+	if cs.m[canary] == nil {
+		cs.m[canary] = map[string]*contest{}
+	}
+	cs.m[canary][object] = &e
+}
+
+// forget drops what is known of a Canary (deleted).
+func (cs *contests) forget(canary string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	delete(cs.m, canary)
+}
+
+// changedBack records that the object, at resourceVersion rv, carries something else than
+// what the agent last set, changed by manager; counted once per resourceVersion.
+func (e *contest) changedBack(manager, rv string) {
+	if e.seen == rv {
+		return
+	}
+	if manager != e.manager {
+		e.manager, e.count = manager, 0
+	}
+	e.count++
+	e.seen = rv
+}
+
+// lastWriter returns the field manager, other than the agent, that last wrote a field under
+// path (field names as in managedFields' fieldsV1: "f:spec", "f:rules") of an object, from its
+// managedFields; "" when none of them owns it. Status writes do not count.
+func lastWriter(fields []metav1.ManagedFieldsEntry, path ...string) string {
+	var found string
+	var at metav1.Time
+	for _, f := range fields {
+		if f.Manager == v1alpha1.FieldManagerAgent || f.Subresource != "" || f.FieldsV1 == nil {
+			continue
+		}
+		if !owns(f.FieldsV1.Raw, path) {
+			continue
+		}
+		if found == "" || (f.Time != nil && !f.Time.Before(&at)) {
+			found = f.Manager
+			if f.Time != nil {
+				at = *f.Time
+			}
+		}
+	}
+	return found
+}
+
+// owns reports whether a fieldsV1 set holds path or a field under it.
+func owns(raw []byte, path []string) bool {
+	var set map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return false
+	}
+	if len(path) == 0 {
+		return true
+	}
+	sub, ok := set[path[0]]
+	return ok && owns(sub, path[1:])
+}

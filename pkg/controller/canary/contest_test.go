@@ -1,0 +1,146 @@
+package canary
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// setWeights is another writer's update of the route to stable/canary weights, recorded under
+// its field manager, at resourceVersion rv (the fake API server keeps the one it is given).
+func (f *trafficFixture) setWeights(manager string, rv int, stable, canary int32) {
+	f.t.Helper()
+	r, err := f.gateway.GatewayV1().HTTPRoutes(ns).Get(context.Background(), "checkout", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r.Spec.Rules[0].BackendRefs[0].Weight, r.Spec.Rules[0].BackendRefs[1].Weight = ptr.To(stable), ptr.To(canary)
+	r.ResourceVersion = strconv.Itoa(rv)
+	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), r, ns, metav1.UpdateOptions{FieldManager: manager}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// routeGets counts the agent's reads of the route from the API server (not from its cache).
+func (f *trafficFixture) routeGets() int {
+	n := 0
+	for _, a := range f.gateway.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "httproutes" {
+			n++
+		}
+	}
+	return n
+}
+
+func testPatchAt(rv int, ops string) string {
+	return patchRoute + `[{"op":"test","path":"/metadata/resourceVersion","value":"` + strconv.Itoa(rv) + `"},` + ops + `]`
+}
+
+// syncCounting runs one sync after refreshing the listers and checks its exact API actions
+// and how many times it read the route from the API server.
+func (f *trafficFixture) syncCounting(gets int, want ...string) {
+	f.t.Helper()
+	f.refreshRoute()
+	f.refresh()
+	before := f.routeGets()
+	got := f.sync()
+	if !slices.Equal(got, want) {
+		f.t.Fatalf("actions:\n  got  %s\n  want %s", strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+	}
+	if n := f.routeGets() - before; n != gets {
+		f.t.Fatalf("the sync read the route %d times from the API server, want %d", n, gets)
+	}
+}
+
+// A controller that keeps setting the route's weights back (as Argo Rollouts' Gateway API
+// plugin does for a route its Rollout names) is not fought: the agent corrects the first
+// changes back, and at the third in a row by the same field manager it stops writing the route
+// and reports the Canary Degraded, naming the manager; nothing of the release moves. The route
+// is read from the API server (for its managedFields) once per change back, never on a resync.
+// A change by someone else (a person setting the weights by hand) lets the agent resume.
+func TestTrafficAnotherControllerOnTheRoute(t *testing.T) {
+	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), nil, nil),
+		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
+	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 2)
+	f.syncCounting(0, routePatch(weightOps(80, 20)), writeStatus)
+
+	for rv := 200; rv < 200+contestLimit-1; rv++ {
+		f.setWeights("argo-rollouts", rv, 100, 0)
+		f.syncCounting(1, testPatchAt(rv, weightOps(80, 20)), writeStatus)
+	}
+	f.setWeights("argo-rollouts", 300, 100, 0)
+	f.syncCounting(1, writeStatus)
+	f.wantEvent("Warning HTTPRouteContested")
+	cn := f.canary()
+	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Status != metav1.ConditionTrue ||
+		deg.Reason != v1alpha1.ReasonHTTPRouteContested || !strings.Contains(deg.Message, `field manager "argo-rollouts"`) {
+		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonHTTPRouteContested)
+	}
+	if c := f.condition(); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonHTTPRouteContested {
+		t.Fatalf("TrafficRoutingReady %+v, want False, %s", c, v1alpha1.ReasonHTTPRouteContested)
+	}
+	if w := f.route().CanaryWeight; w != 0 {
+		t.Fatalf("the route was written: canary weight %d", w)
+	}
+	f.syncCounting(0) // a resync: no write, no read
+
+	// The other controller writes again: still nothing written, the status unchanged.
+	f.setWeights("argo-rollouts", 301, 100, 0)
+	f.syncCounting(1)
+
+	// A person changes the weights by hand once the other controller is gone: the agent resumes.
+	f.setWeights("kubectl-edit", 302, 90, 10)
+	// (The stable Deployment keeps what the route's weight, as observed, needs: 9 of 10.)
+	f.syncCounting(1, testPatchAt(302, weightOps(80, 20)), patchStable+replicas(9), writeStatus)
+	if cn := f.canary(); cn.Status.Phase == v1alpha1.CanaryDegraded {
+		t.Fatalf("still Degraded: %s", cn.Status.Message)
+	}
+	f.wantRoute(20, false)
+}
+
+// A person's one-off edit of the weights is corrected at once, as before; so are edits by
+// different managers in turn, and a change back after the route agreed with the release
+// starts the count again: only one manager changing the weights back contestLimit times in a
+// row stops the agent.
+func TestTrafficOneOffEditsAreCorrected(t *testing.T) {
+	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), nil, nil),
+		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
+	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 2)
+	f.syncCounting(0, routePatch(weightOps(80, 20)), writeStatus)
+	rv := 200
+	edit := func(manager string, stable, canary int32, want ...string) {
+		t.Helper()
+		rv++
+		f.setWeights(manager, rv, stable, canary)
+		gets := 1
+		if canary == 20 {
+			gets = 0 // the route agrees with the release: nothing to find out
+		}
+		f.syncCounting(gets, want...)
+	}
+	for i := 0; i < 3; i++ {
+		edit("kubectl-edit", 100, 0, testPatchAt(rv+1, weightOps(80, 20)), writeStatus)
+		edit("someone-else", 100, 0, testPatchAt(rv+1, weightOps(80, 20)), writeStatus)
+	}
+	edit("argo-rollouts", 100, 0, testPatchAt(rv+1, weightOps(80, 20)), writeStatus)
+	edit("argo-rollouts", 100, 0, testPatchAt(rv+1, weightOps(80, 20)), writeStatus)
+	edit("argo-rollouts", 80, 20, patchStable+replicas(8), writeStatus) // it agrees: the count starts again
+	edit("argo-rollouts", 100, 0, testPatchAt(rv+1, weightOps(80, 20)), patchStable+replicas(10), writeStatus)
+	edit("argo-rollouts", 100, 0, testPatchAt(rv+1, weightOps(80, 20)), writeStatus)
+	if cn := f.canary(); cn.Status.Phase == v1alpha1.CanaryDegraded {
+		t.Fatalf("Degraded: %s", cn.Status.Message)
+	}
+	f.wantRoute(20, false)
+}
