@@ -12,8 +12,8 @@ import (
 // contestLimit is how many times in a row one other field manager may change back what the
 // agent set on an object before the agent stops writing it (docs/traffic.md, "Another
 // controller on the route"). A person's one-off edit is corrected; a controller that puts its
-// own value back every time is not fought: the agent writes at most contestLimit times against
-// it, then reports the Canary Degraded, naming the manager.
+// own value back every time is not fought: the agent corrects its first contestLimit−1 changes
+// back, and at the next one stops writing and reports the Canary Degraded, naming the manager.
 const contestLimit = 3
 
 // contest is what the agent knows of the fields it owns on one object for one Canary: what it
@@ -31,7 +31,8 @@ type contest struct {
 func (e *contest) contested() bool { return e.count >= contestLimit }
 
 // contests holds a contest per Canary and object. It lives in memory: an agent that starts
-// leading writes at most contestLimit times more before it stops again.
+// leading writes at most contestLimit times more (its first write, then the corrections) before
+// it stops again.
 type contests struct {
 	mu sync.Mutex
 	m  map[string]map[string]*contest // Canary key → object ("HTTPRoute/web") → contest

@@ -74,9 +74,14 @@ func TestTrafficAnotherControllerOnTheRoute(t *testing.T) {
 	f.available("checkout-canary", 2)
 	f.syncCounting(0, routePatch(weightOps(80, 20)), writeStatus)
 
+	// The stable Deployment follows the route's weight as observed: at 0% on the canary it
+	// needs all 10 pods, at 20%, 8.
+	restore := []string{}
 	for rv := 200; rv < 200+contestLimit-1; rv++ {
 		f.setWeights("argo-rollouts", rv, 100, 0)
-		f.syncCounting(1, testPatchAt(rv, weightOps(80, 20)), writeStatus)
+		f.syncCounting(1, append([]string{testPatchAt(rv, weightOps(80, 20))}, append(restore, writeStatus)...)...)
+		f.syncCounting(0, patchStable+replicas(8), writeStatus) // its own write seen: the count goes on
+		restore = []string{patchStable + replicas(10)}
 	}
 	f.setWeights("argo-rollouts", 300, 100, 0)
 	f.syncCounting(1, writeStatus)

@@ -153,9 +153,11 @@ func (c *Controller) writeRoute(ctx context.Context, r *reconciler) (*failure, e
 	canary, object := r.canary.Namespace+"/"+r.canary.Name, "HTTPRoute/"+route.Name
 	e := c.contests.get(canary, object)
 	if t.patch == nil {
-		// The route carries what the release needs, whoever set it: nothing is contested.
-		if e.count > 0 || e.wrote != routeState(t.current) {
-			c.contests.set(canary, object, contest{wrote: routeState(t.current), base: route.ResourceVersion, written: route.ResourceVersion})
+		// The route carries what the release needs. Set so by someone else (not the agent's own
+		// write, seen now), nothing is contested: the count starts again.
+		rv := route.ResourceVersion
+		if rv != e.base && rv != e.written && (e.count > 0 || e.wrote != routeState(t.current)) {
+			c.contests.set(canary, object, contest{wrote: routeState(t.current), base: rv, written: rv})
 		}
 		return nil, nil
 	}
