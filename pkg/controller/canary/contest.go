@@ -1,7 +1,9 @@
 package canary
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,14 +83,45 @@ func (e *contest) changedBack(manager, rv string) {
 	e.seen = rv
 }
 
+// changedBackTooOften decides, before the agent sets again what it owns on an object, whether
+// another field manager keeps changing it back. The object (at resourceVersion rv, carrying
+// current) changed it back when it carries something else than what the agent last set, in a
+// version that is neither the one the agent wrote on nor the one its write made (a lagging
+// cache shows the former). Only then is the object read from the API server (read), for its
+// managedFields, which the informer caches strip: the manager that last wrote the field at path
+// is the one that changed it. It reports true once one manager did so contestLimit times in a
+// row; a change by another manager starts the count again.
+func changedBackTooOften(ctx context.Context, e *contest, rv, current string, read func(context.Context) ([]metav1.ManagedFieldsEntry, error), path ...string) (bool, error) {
+	if e.wrote == "" || rv == e.base || rv == e.written || current == e.wrote {
+		return false, nil
+	}
+	if e.seen != rv {
+		fields, err := read(ctx)
+		if err != nil {
+			return false, err
+		}
+		e.changedBack(lastWriter(fields, path...), rv)
+	}
+	return e.contested(), nil
+}
+
+// who names the manager of the changes back, for a message.
+func (e *contest) who() string {
+	if e.manager == "" {
+		return "a writer that records no field manager"
+	}
+	return fmt.Sprintf("field manager %q", e.manager)
+}
+
 // lastWriter returns the field manager, other than the agent, that last wrote a field under
 // path (field names as in managedFields' fieldsV1: "f:spec", "f:rules") of an object, from its
-// managedFields; "" when none of them owns it. Status writes do not count.
+// managedFields; "" when none of them owns it. Status writes do not count (scale writes, such as
+// the HorizontalPodAutoscaler's, do).
 func lastWriter(fields []metav1.ManagedFieldsEntry, path ...string) string {
 	var found string
 	var at metav1.Time
 	for _, f := range fields {
-		if f.Manager == v1alpha1.FieldManagerAgent || f.Subresource != "" || f.FieldsV1 == nil {
+		if f.Manager == v1alpha1.FieldManagerAgent || f.Subresource == "status" || f.FieldsV1 == nil {
 			continue
 		}
 		if !owns(f.FieldsV1.Raw, path) {

@@ -194,43 +194,31 @@ func routeState(o traffic.Observed) string {
 	return fmt.Sprintf("weight %d, header rule %t %v", o.CanaryWeight, o.HeaderRule >= 0, o.Matches)
 }
 
-// contestRoute decides, before the agent sets the route's weights again, whether another
-// controller keeps changing them back (docs/traffic.md, "Another controller on the route"). The
-// route changed them back when it carries something else than what the agent last set, in a
-// version that is neither the one the agent patched nor the one its patch made (a lagging cache
-// shows the former). Only then is the route read from the API server, for its managedFields
-// (the cache strips them): the field manager that last wrote spec.rules (an atomic list) is the
-// one that changed them. contestLimit changes back in a row by one manager stop the agent: the
-// failure it returns makes the Canary Degraded, naming the manager, and nothing of the release
-// moves. A change by someone else (a person setting the weights by hand), or a route that
-// carries what the release needs, starts the count again.
+// contestRoute decides whether another controller keeps changing the route's weights back
+// (docs/traffic.md, "Another controller on the route"; changedBackTooOften): the manager that
+// last wrote spec.rules (an atomic list) is the one that changed them. Once one did so
+// contestLimit times in a row, the failure it returns makes the Canary Degraded, naming the
+// manager, and nothing of the release moves. A change by someone else (a person setting the
+// weights by hand), or a route that carries what the release needs, starts the count again.
 func (c *Controller) contestRoute(ctx context.Context, r *reconciler, e *contest) (*failure, error) {
 	t, route := r.traffic, r.traffic.obs.route
-	rv := route.ResourceVersion
-	if e.wrote == "" || rv == e.base || rv == e.written || routeState(t.current) == e.wrote {
-		return nil, nil
-	}
 	wasContested := e.contested()
-	if e.seen != rv {
+	stop, err := changedBackTooOften(ctx, e, route.ResourceVersion, routeState(t.current), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
 		fresh, err := c.traffic.gateway.GatewayV1().HTTPRoutes(route.Namespace).Get(ctx, route.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading HTTPRoute %s/%s for its field managers: %w", route.Namespace, route.Name, err)
 		}
-		e.changedBack(lastWriter(fresh.ManagedFields, "f:spec", "f:rules"), rv)
-	}
-	if !e.contested() {
-		return nil, nil
-	}
-	manager := fmt.Sprintf("field manager %q", e.manager)
-	if e.manager == "" {
-		manager = "a writer that records no field manager"
+		return fresh.ManagedFields, nil
+	}, "f:spec", "f:rules")
+	if !stop || err != nil {
+		return nil, err
 	}
 	f := &failure{reason: v1alpha1.ReasonHTTPRouteContested, message: fmt.Sprintf(
 		"HTTPRoute %q: %s changed back the weights the agent set, %d times in a row (the route gives the canary %d%%, the release needs %d%%): "+
 			"the agent stopped writing the route so as not to fight another controller, and nothing of the release moves. "+
 			"Make that controller leave this route (an Argo Rollout: remove the route from its trafficRouting, or delete the Rollout), "+
 			"then set the weights once by hand (kubectl edit httproute %s): the agent resumes at a change by anyone else",
-		route.Name, manager, contestLimit, t.current.CanaryWeight, t.weight, route.Name)}
+		route.Name, e.who(), contestLimit, t.current.CanaryWeight, t.weight, route.Name)}
 	t.reason, t.message = f.reason, f.message
 	if !wasContested {
 		c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
