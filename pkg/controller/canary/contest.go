@@ -115,26 +115,34 @@ func (e *contest) who() string {
 
 // lastWriter returns the field manager, other than the agent, that last wrote a field under
 // path (field names as in managedFields' fieldsV1: "f:spec", "f:rules") of an object, from its
-// managedFields; "" when none of them owns it. Status writes do not count (scale writes, such as
-// the HorizontalPodAutoscaler's, do).
+// managedFields. A change that removed the field (spec.paused: false is not serialized) leaves
+// no owner of it: then the manager whose entry is the newest is named. "" when there is none.
+// Status writes do not count (scale writes, such as the HorizontalPodAutoscaler's, do).
 func lastWriter(fields []metav1.ManagedFieldsEntry, path ...string) string {
-	var found string
-	var at metav1.Time
+	var owner, newest string
+	var ownerAt, newestAt metav1.Time
+	later := func(f metav1.ManagedFieldsEntry, than metav1.Time, found string) bool {
+		return found == "" || (f.Time != nil && !f.Time.Before(&than))
+	}
 	for _, f := range fields {
 		if f.Manager == v1alpha1.FieldManagerAgent || f.Subresource == "status" || f.FieldsV1 == nil {
 			continue
 		}
-		if !owns(f.FieldsV1.Raw, path) {
-			continue
+		at := metav1.Time{}
+		if f.Time != nil {
+			at = *f.Time
 		}
-		if found == "" || (f.Time != nil && !f.Time.Before(&at)) {
-			found = f.Manager
-			if f.Time != nil {
-				at = *f.Time
-			}
+		if later(f, newestAt, newest) {
+			newest, newestAt = f.Manager, at
+		}
+		if owns(f.FieldsV1.Raw, path) && later(f, ownerAt, owner) {
+			owner, ownerAt = f.Manager, at
 		}
 	}
-	return found
+	if owner != "" {
+		return owner
+	}
+	return newest
 }
 
 // owns reports whether a fieldsV1 set holds path or a field under it.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,4 +149,97 @@ func TestTrafficOneOffEditsAreCorrected(t *testing.T) {
 		t.Fatalf("Degraded: %s", cn.Status.Message)
 	}
 	f.wantRoute(20, false)
+}
+
+// resumeAs is another writer's update of Deployment checkout to spec.paused false, under its
+// field manager, at resourceVersion rv.
+func (f *fixture) resumeAs(manager string, rv int) {
+	f.t.Helper()
+	d := f.deployment("checkout")
+	d.Spec.Paused, d.ResourceVersion = false, strconv.Itoa(rv)
+	// It applies the Deployment as it knows it: spec.paused false is not serialized, so it owns
+	// no such field, only others (the fake API server does not record managedFields for
+	// Deployments: they are set as the API server would).
+	d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{
+		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
+		Time: ptr.To(metav1.NewTime(start.Add(time.Duration(rv) * time.Second))), FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)},
+	})
+	if err := f.kube.Tracker().Update(deploymentsGVR, d, ns, metav1.UpdateOptions{FieldManager: manager}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// deploymentGets counts the agent's reads of Deployment checkout from the API server.
+func (f *fixture) deploymentGets() int {
+	n := 0
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "deployments" {
+			n++
+		}
+	}
+	return n
+}
+
+// A held Deployment target resumed by hand is paused again (TestDeploymentTargetHeldPausedBetweenReleases);
+// one that another controller keeps resuming (a GitOps tool applying it without spec.paused) is
+// paused again twice, then the agent stops and the Canary is Degraded, naming the manager. A
+// change by someone else lets the agent pause it again.
+func TestDeploymentTargetPauseContested(t *testing.T) {
+	f := heldTarget(t)
+	pause := `patch deployments checkout {"spec":{"paused":true}}`
+	gets := func(want int, step func()) {
+		t.Helper()
+		before := f.deploymentGets()
+		step()
+		if n := f.deploymentGets() - before; n != want {
+			t.Fatalf("the sync read the Deployment %d times from the API server, want %d", n, want)
+		}
+	}
+	for rv := 100; rv < 100+contestLimit-1; rv++ {
+		f.resumeAs("argocd-controller", rv)
+		gets(1, func() { f.step(pause) })
+		gets(0, func() { f.settled() })
+	}
+	f.resumeAs("argocd-controller", 200)
+	gets(1, func() { f.step("update canaries/status checkout") })
+	f.wantEvent("Warning TargetContested")
+	cn := f.canary()
+	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Reason != v1alpha1.ReasonTargetContested ||
+		!strings.Contains(deg.Message, `field manager "argocd-controller"`) {
+		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonTargetContested)
+	}
+	gets(0, func() { f.settled() })
+
+	f.resumeAs("kubectl-rollout", 300) // someone else: the agent pauses it again
+	gets(1, func() { f.step(pause, "update canaries/status checkout") })
+	f.status(v1alpha1.CanaryCompleted, 0)
+}
+
+// lastWriter names the manager that owns the field, the newest one when several did (an atomic
+// list has one owner; a field set by two managers to the same value has both), else the newest
+// entry's (a change that removed the field leaves no owner); never the agent, nor a status write.
+func TestLastWriter(t *testing.T) {
+	entry := func(manager, sub string, at int, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Subresource: sub, Time: ptr.To(metav1.NewTime(start.Add(time.Duration(at) * time.Second))),
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	rules := `{"f:spec":{"f:rules":{}}}`
+	for _, tc := range []struct {
+		name   string
+		fields []metav1.ManagedFieldsEntry
+		want   string
+	}{
+		{"owner", []metav1.ManagedFieldsEntry{entry("kubectl-client-side-apply", "", 1, `{"f:metadata":{}}`), entry("argo-rollouts", "", 0, rules)}, "argo-rollouts"},
+		{"newest owner", []metav1.ManagedFieldsEntry{entry("a", "", 2, rules), entry("b", "", 3, rules)}, "b"},
+		{"not the agent", []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManagerAgent, "", 5, rules), entry("argo-rollouts", "", 0, `{"f:spec":{"f:hostnames":{}}}`)}, "argo-rollouts"},
+		{"not a status write", []metav1.ManagedFieldsEntry{entry("status-writer", "status", 9, rules), entry("x", "", 1, `{"f:spec":{}}`)}, "x"},
+		{"a scale write", []metav1.ManagedFieldsEntry{entry("horizontal-pod-autoscaler", "scale", 9, `{"f:spec":{"f:rules":{}}}`)}, "horizontal-pod-autoscaler"},
+		{"none", nil, ""},
+	} {
+		if got := lastWriter(tc.fields, "f:spec", "f:rules"); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

@@ -86,6 +86,10 @@ const (
 	ReasonTargetHeld = "TargetHeldByAnotherCanary"
 	// ReasonTargetUnsupported: the target cannot be released by a partition as it is set up.
 	ReasonTargetUnsupported = "TargetUnsupported"
+	// ReasonTargetContested: another field manager keeps changing back the hold the agent puts
+	// on spec.targetRef's workload (a Deployment's spec.paused); the agent stopped writing it
+	// (docs/canary-targets.md, "Another controller on the target").
+	ReasonTargetContested = "TargetContested"
 	// ReasonHolding: the target is held, waiting for a template change to release.
 	ReasonHolding             = "Holding"
 	ReasonBatchUpgrading      = "BatchUpgrading"
