@@ -44,10 +44,12 @@ type peer struct {
 	done        chan struct{}
 }
 
-// startPeer runs a peer until stop. The real Argo Rollouts controller is not run: a cold build
-// of github.com/argoproj/argo-rollouts/cmd/rollouts-controller@v1.10.2 needs Go 1.26.10 and
-// takes well over the five minutes a test tool may add (docs/testing.md); this writer does
-// what its Gateway API plugin does to a route, with its field manager.
+// startPeer runs a peer until stop. This is a simulated writer, not the real Argo Rollouts
+// controller: a cold build of github.com/argoproj/argo-rollouts/cmd/rollouts-controller@v1.10.2
+// needs Go 1.26.10 and took 25 minutes here, far over the five a test tool may add
+// (docs/testing.md, "Argo Rollouts"), and that controller sets HTTPRoute weights only through
+// its Gateway API plugin, a separate binary it downloads at start. This writer does to the
+// route what that plugin does, under its own field manager.
 func (e *env) startPeer(gw gatewayclient.Interface) *peer {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(e.Ctx)
