@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -156,4 +158,50 @@ func owns(raw []byte, path []string) bool {
 	}
 	sub, ok := set[path[0]]
 	return ok && owns(sub, path[1:])
+}
+
+// replicasState is what the agent owns on the stable Deployment, as a value to compare.
+func replicasState(d *appsv1.Deployment) string { return fmt.Sprintf("replicas %d", replicasOf(d)) }
+
+// contestReplicas decides, before the agent scales the stable Deployment (a stableRef's, or a
+// Deployment target) again, whether another field manager keeps changing its spec.replicas
+// back (changedBackTooOften): an Argo Rollout whose workloadRef names it scales it down, a
+// HorizontalPodAutoscaler scales it. A person's one-off kubectl scale is scaled back, as
+// before; at the contestLimit-th change back in a row by one manager the agent stops writing
+// the Deployment and the Canary is Degraded, naming the manager.
+func (c *Controller) contestReplicas(ctx context.Context, obs *observed) (*failure, error) {
+	d := obs.stable
+	canary, object := obs.canary.Namespace+"/"+obs.canary.Name, "Deployment/"+d.Name+"/replicas"
+	e := c.contests.get(canary, object)
+	wasContested := e.contested()
+	stop, err := changedBackTooOften(ctx, &e, d.ResourceVersion, replicasState(d), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
+		fresh, err := c.kubeClient.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading Deployment %s/%s for its field managers: %w", d.Namespace, d.Name, err)
+		}
+		return fresh.ManagedFields, nil
+	}, "f:spec", "f:replicas")
+	c.contests.set(canary, object, e)
+	if !stop || err != nil {
+		return nil, err
+	}
+	f := &failure{reason: v1alpha1.ReasonDeploymentContested, message: fmt.Sprintf(
+		"Deployment %q: %s changed spec.replicas back (to %d) after the agent set it (%s), %d times in a row: "+
+			"the agent stopped scaling the Deployment so as not to fight another controller, and nothing of the release moves. "+
+			"Make that controller leave the Deployment's replicas alone (an Argo Rollout whose workloadRef names it: release it with one of the two, not both; "+
+			"a HorizontalPodAutoscaler: do not autoscale it during a release), "+
+			"then scale it once by hand (kubectl scale deploy/%s): the agent resumes at a change by anyone else",
+		d.Name, e.who(), replicasOf(d), e.wrote, contestLimit, d.Name)}
+	if !wasContested {
+		c.Recorder.Eventf(obs.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
+	}
+	return f, nil
+}
+
+// wroteReplicas records the agent's write of the stable Deployment's spec.replicas.
+func (c *Controller) wroteReplicas(obs *observed, out *appsv1.Deployment) {
+	canary, object := obs.canary.Namespace+"/"+obs.canary.Name, "Deployment/"+out.Name+"/replicas"
+	e := c.contests.get(canary, object)
+	e.wrote, e.base, e.written = replicasState(out), obs.stable.ResourceVersion, out.ResourceVersion
+	c.contests.set(canary, object, e)
 }

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -170,6 +171,22 @@ func (f *fixture) resumeAs(manager string, rv int) {
 	}
 }
 
+// scaleAs is another writer's change of Deployment checkout's spec.replicas, under its field
+// manager (through the scale subresource, as an autoscaler's), at resourceVersion rv.
+func (f *fixture) scaleAs(manager string, rv int, replicas int32) {
+	f.t.Helper()
+	d := f.deployment("checkout")
+	d.Spec.Replicas, d.ResourceVersion = ptr.To(replicas), strconv.Itoa(rv)
+	d.ManagedFields = []metav1.ManagedFieldsEntry{{
+		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Subresource: "scale",
+		Time: ptr.To(metav1.NewTime(start.Add(time.Duration(rv) * time.Second))), FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)},
+	}}
+	if err := f.kube.Tracker().Update(deploymentsGVR, d, ns, metav1.UpdateOptions{FieldManager: manager}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // deploymentGets counts the agent's reads of Deployment checkout from the API server.
 func (f *fixture) deploymentGets() int {
 	n := 0
@@ -203,12 +220,12 @@ func TestDeploymentTargetPauseContested(t *testing.T) {
 	}
 	f.resumeAs("argocd-controller", 200)
 	gets(1, func() { f.step("update canaries/status checkout") })
-	f.wantEvent("Warning TargetContested")
+	f.wantEvent("Warning DeploymentContested")
 	cn := f.canary()
 	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
-	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Reason != v1alpha1.ReasonTargetContested ||
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Reason != v1alpha1.ReasonDeploymentContested ||
 		!strings.Contains(deg.Message, `field manager "argocd-controller"`) {
-		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonTargetContested)
+		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonDeploymentContested)
 	}
 	gets(0, func() { f.settled() })
 
@@ -242,4 +259,42 @@ func TestLastWriter(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// A stable Deployment scaled by hand during a release is scaled back, as before; one that
+// another controller keeps scaling (an autoscaler, an Argo Rollout's workloadRef) is scaled back
+// twice, then the agent stops and the Canary is Degraded, naming the manager.
+func TestStableReplicasContested(t *testing.T) {
+	f := newFixture(t, stepsCanary(nil,
+		v1alpha1.CanaryStep{Replicas: intstr.FromInt32(2), Pause: &v1alpha1.CanaryPause{}},
+		v1alpha1.CanaryStep{Replicas: intstr.FromString("100%")}), newStable(10))
+	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 2)
+	f.step(patchStable+replicas(8), writeStatus)
+	gets := func(want int, step func()) {
+		t.Helper()
+		before := f.deploymentGets()
+		step()
+		if n := f.deploymentGets() - before; n != want {
+			t.Fatalf("the sync read the Deployment %d times from the API server, want %d", n, want)
+		}
+	}
+	f.scaleAs("kubectl", 50, 9) // a person's kubectl scale: scaled back
+	gets(1, func() { f.step(patchStable + replicas(8)) })
+	for rv := 100; rv < 100+contestLimit-1; rv++ {
+		f.scaleAs("horizontal-pod-autoscaler", rv, 10)
+		gets(1, func() { f.step(patchStable + replicas(8)) })
+	}
+	f.scaleAs("horizontal-pod-autoscaler", 200, 10)
+	gets(1, func() { f.step(writeStatus) })
+	f.wantEvent("Warning DeploymentContested")
+	cn := f.canary()
+	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Reason != v1alpha1.ReasonDeploymentContested ||
+		!strings.Contains(deg.Message, `field manager "horizontal-pod-autoscaler"`) {
+		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonDeploymentContested)
+	}
+	gets(0, func() { f.settled() })
+	f.scaleAs("kubectl", 300, 10) // someone else: the agent scales it again
+	gets(1, func() { f.step(patchStable+replicas(8), writeStatus) })
 }

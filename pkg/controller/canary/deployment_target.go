@@ -521,7 +521,7 @@ func pausedState(d *appsv1.Deployment) string { return fmt.Sprintf("paused %t", 
 // Deployment and the Canary is Degraded, naming the manager.
 func (c *Controller) contestPause(ctx context.Context, r *reconciler, paused bool) (*failure, error) {
 	d := r.obs.stable
-	canary, object := r.canary.Namespace+"/"+r.canary.Name, "Deployment/"+d.Name
+	canary, object := r.canary.Namespace+"/"+r.canary.Name, "Deployment/"+d.Name+"/paused"
 	e := c.contests.get(canary, object)
 	wasContested := e.contested()
 	stop, err := changedBackTooOften(ctx, &e, d.ResourceVersion, pausedState(d), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
@@ -535,7 +535,7 @@ func (c *Controller) contestPause(ctx context.Context, r *reconciler, paused boo
 	if !stop || err != nil {
 		return nil, err
 	}
-	f := &failure{reason: v1alpha1.ReasonTargetContested, message: fmt.Sprintf(
+	f := &failure{reason: v1alpha1.ReasonDeploymentContested, message: fmt.Sprintf(
 		"Deployment %q: %s set spec.paused back to %t after the agent set it to %t, %d times in a row: "+
 			"the agent stopped writing the Deployment so as not to fight another controller, and nothing of the release moves. "+
 			"Make that controller leave spec.paused alone (a GitOps tool: ignore the field; an Argo Rollout's workloadRef: "+
@@ -550,7 +550,7 @@ func (c *Controller) contestPause(ctx context.Context, r *reconciler, paused boo
 
 // wrotePause records the agent's write of the target's spec.paused.
 func (c *Controller) wrotePause(r *reconciler, out *appsv1.Deployment) {
-	canary, object := r.canary.Namespace+"/"+r.canary.Name, "Deployment/"+out.Name
+	canary, object := r.canary.Namespace+"/"+r.canary.Name, "Deployment/"+out.Name+"/paused"
 	e := c.contests.get(canary, object)
 	e.wrote, e.base, e.written = pausedState(out), r.obs.stable.ResourceVersion, out.ResourceVersion
 	c.contests.set(canary, object, e)
