@@ -160,48 +160,70 @@ func owns(raw []byte, path []string) bool {
 	return ok && owns(sub, path[1:])
 }
 
-// replicasState is what the agent owns on the stable Deployment, as a value to compare.
-func replicasState(d *appsv1.Deployment) string { return fmt.Sprintf("replicas %d", replicasOf(d)) }
+// deploymentField is a field the agent sets on a Deployment it does not own (the stable
+// Deployment, or a Deployment target): how to read it, where managedFields record it, and what
+// a person must do when another controller keeps changing it back.
+type deploymentField struct {
+	name  string   // spec.replicas
+	path  []string // in managedFields' fieldsV1
+	value func(*appsv1.Deployment) string
+	what  string // the message's advice: what the other controller must leave alone, and how
+	fix   string // the kubectl command, with %s for the Deployment, that sets it once by hand
+}
 
-// contestReplicas decides, before the agent scales the stable Deployment (a stableRef's, or a
-// Deployment target) again, whether another field manager keeps changing its spec.replicas
-// back (changedBackTooOften): an Argo Rollout whose workloadRef names it scales it down, a
-// HorizontalPodAutoscaler scales it. A person's one-off kubectl scale is scaled back, as
-// before; at the contestLimit-th change back in a row by one manager the agent stops writing
-// the Deployment and the Canary is Degraded, naming the manager.
-func (c *Controller) contestReplicas(ctx context.Context, obs *observed) (*failure, error) {
+var (
+	deploymentReplicas = deploymentField{name: "spec.replicas", path: []string{"f:spec", "f:replicas"},
+		value: func(d *appsv1.Deployment) string { return fmt.Sprint(replicasOf(d)) },
+		what:  "an Argo Rollout whose workloadRef names it: release it with one of the two, not both; a HorizontalPodAutoscaler: do not autoscale it during a release",
+		fix:   "kubectl scale deploy/%s"}
+	deploymentPaused = deploymentField{name: "spec.paused", path: []string{"f:spec", "f:paused"},
+		value: func(d *appsv1.Deployment) string { return fmt.Sprint(d.Spec.Paused) },
+		what:  "a GitOps tool applying it without spec.paused: ignore the field",
+		fix:   "kubectl rollout pause deploy/%s"}
+)
+
+func (f deploymentField) object(d *appsv1.Deployment) string {
+	return "Deployment/" + d.Name + "/" + f.name
+}
+
+// contestDeployment decides, before the agent sets a field of the stable Deployment (a
+// stableRef's, or a Deployment target) to want again, whether another field manager keeps
+// changing it back (changedBackTooOften): an Argo Rollout whose workloadRef names the
+// Deployment scales it down, an autoscaler scales it, a GitOps tool resumes it. A person's
+// one-off kubectl scale or rollout resume is set back, as before; at the contestLimit-th change
+// back in a row by one manager the agent stops writing the Deployment and the Canary is
+// Degraded, naming the manager.
+func (c *Controller) contestDeployment(ctx context.Context, obs *observed, field deploymentField, want string) (*failure, error) {
 	d := obs.stable
-	canary, object := obs.canary.Namespace+"/"+obs.canary.Name, "Deployment/"+d.Name+"/replicas"
-	e := c.contests.get(canary, object)
+	canary := obs.canary.Namespace + "/" + obs.canary.Name
+	e := c.contests.get(canary, field.object(d))
 	wasContested := e.contested()
-	stop, err := changedBackTooOften(ctx, &e, d.ResourceVersion, replicasState(d), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
+	stop, err := changedBackTooOften(ctx, &e, d.ResourceVersion, field.value(d), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
 		fresh, err := c.kubeClient.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading Deployment %s/%s for its field managers: %w", d.Namespace, d.Name, err)
 		}
 		return fresh.ManagedFields, nil
-	}, "f:spec", "f:replicas")
-	c.contests.set(canary, object, e)
+	}, field.path...)
+	c.contests.set(canary, field.object(d), e)
 	if !stop || err != nil {
 		return nil, err
 	}
 	f := &failure{reason: v1alpha1.ReasonDeploymentContested, message: fmt.Sprintf(
-		"Deployment %q: %s changed spec.replicas back (to %d) after the agent set it (%s), %d times in a row: "+
-			"the agent stopped scaling the Deployment so as not to fight another controller, and nothing of the release moves. "+
-			"Make that controller leave the Deployment's replicas alone (an Argo Rollout whose workloadRef names it: release it with one of the two, not both; "+
-			"a HorizontalPodAutoscaler: do not autoscale it during a release), "+
-			"then scale it once by hand (kubectl scale deploy/%s): the agent resumes at a change by anyone else",
-		d.Name, e.who(), replicasOf(d), e.wrote, contestLimit, d.Name)}
+		"Deployment %q: %s set %s back to %s after the agent set it to %s, %d times in a row: "+
+			"the agent stopped writing the Deployment so as not to fight another controller, and nothing of the release moves. "+
+			"Make that controller leave %s alone (%s), then set it once by hand (%s): the agent resumes at a change by anyone else",
+		d.Name, e.who(), field.name, field.value(d), want, contestLimit, field.name, field.what, fmt.Sprintf(field.fix, d.Name))}
 	if !wasContested {
 		c.Recorder.Eventf(obs.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
 	}
 	return f, nil
 }
 
-// wroteReplicas records the agent's write of the stable Deployment's spec.replicas.
-func (c *Controller) wroteReplicas(obs *observed, out *appsv1.Deployment) {
-	canary, object := obs.canary.Namespace+"/"+obs.canary.Name, "Deployment/"+out.Name+"/replicas"
-	e := c.contests.get(canary, object)
-	e.wrote, e.base, e.written = replicasState(out), obs.stable.ResourceVersion, out.ResourceVersion
-	c.contests.set(canary, object, e)
+// wroteDeployment records the agent's write of a field of the stable Deployment.
+func (c *Controller) wroteDeployment(obs *observed, field deploymentField, out *appsv1.Deployment) {
+	canary := obs.canary.Namespace + "/" + obs.canary.Name
+	e := c.contests.get(canary, field.object(out))
+	e.wrote, e.base, e.written = field.value(out), obs.stable.ResourceVersion, out.ResourceVersion
+	c.contests.set(canary, field.object(out), e)
 }

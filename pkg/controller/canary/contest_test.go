@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -32,16 +34,33 @@ func (f *trafficFixture) setWeights(manager string, rv int, stable, canary int32
 	}
 }
 
-// routeGets counts the agent's reads of the route from the API server (not from its cache).
-func (f *trafficFixture) routeGets() int {
+// wantContested checks that the Canary is Degraded for reason, naming the field manager, with
+// a Warning Event of that reason.
+func (f *fixture) wantContested(reason, manager string) {
+	f.t.Helper()
+	f.wantEvent("Warning " + reason)
+	cn := f.canary()
+	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Status != metav1.ConditionTrue ||
+		deg.Reason != reason || !strings.Contains(deg.Message, fmt.Sprintf("field manager %q", manager)) {
+		f.t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming field manager %q", cn.Status.Phase, deg, reason, manager)
+	}
+}
+
+// reads counts the reads (gets) of a resource in a fake clientset's actions: the agent's reads
+// from the API server, not from its cache.
+func reads(actions []k8stesting.Action, resource string) int {
 	n := 0
-	for _, a := range f.gateway.Actions() {
-		if a.GetVerb() == "get" && a.GetResource().Resource == "httproutes" {
+	for _, a := range actions {
+		if a.GetVerb() == "get" && a.GetResource().Resource == resource {
 			n++
 		}
 	}
 	return n
 }
+
+// routeGets counts the reads of the route from the API server.
+func (f *trafficFixture) routeGets() int { return reads(f.gateway.Actions(), "httproutes") }
 
 func testPatchAt(rv int, ops string) string {
 	return patchRoute + `[{"op":"test","path":"/metadata/resourceVersion","value":"` + strconv.Itoa(rv) + `"},` + ops + `]`
@@ -63,6 +82,18 @@ func (f *trafficFixture) syncCounting(gets int, want ...string) {
 	}
 }
 
+// routeAt20 is a fixture whose Canary's step 1 (2 pods, weight 20) is available and has just
+// set the route's weights.
+func routeAt20(t *testing.T) *trafficFixture {
+	t.Helper()
+	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), nil, nil),
+		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
+	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 2)
+	f.syncCounting(0, routePatch(weightOps(80, 20)), writeStatus)
+	return f
+}
+
 // A controller that keeps setting the route's weights back (as Argo Rollouts' Gateway API
 // plugin does for a route its Rollout names) is not fought: the agent corrects the first
 // changes back, and at the third in a row by the same field manager it stops writing the route
@@ -70,11 +101,7 @@ func (f *trafficFixture) syncCounting(gets int, want ...string) {
 // is read from the API server (for its managedFields) once per change back, never on a resync.
 // A change by someone else (a person setting the weights by hand) lets the agent resume.
 func TestTrafficAnotherControllerOnTheRoute(t *testing.T) {
-	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), nil, nil),
-		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
-	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
-	f.available("checkout-canary", 2)
-	f.syncCounting(0, routePatch(weightOps(80, 20)), writeStatus)
+	f := routeAt20(t)
 
 	// The stable Deployment follows the route's weight as observed: at 0% on the canary it
 	// needs all 10 pods, at 20%, 8.
@@ -87,13 +114,7 @@ func TestTrafficAnotherControllerOnTheRoute(t *testing.T) {
 	}
 	f.setWeights("argo-rollouts", 300, 100, 0)
 	f.syncCounting(1, writeStatus)
-	f.wantEvent("Warning HTTPRouteContested")
-	cn := f.canary()
-	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
-	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Status != metav1.ConditionTrue ||
-		deg.Reason != v1alpha1.ReasonHTTPRouteContested || !strings.Contains(deg.Message, `field manager "argo-rollouts"`) {
-		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonHTTPRouteContested)
-	}
+	f.wantContested(v1alpha1.ReasonHTTPRouteContested, "argo-rollouts")
 	if c := f.condition(); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonHTTPRouteContested {
 		t.Fatalf("TrafficRoutingReady %+v, want False, %s", c, v1alpha1.ReasonHTTPRouteContested)
 	}
@@ -121,11 +142,7 @@ func TestTrafficAnotherControllerOnTheRoute(t *testing.T) {
 // starts the count again: only one manager changing the weights back contestLimit times in a
 // row stops the agent.
 func TestTrafficOneOffEditsAreCorrected(t *testing.T) {
-	f := newTrafficFixture(t, trafficCanary(ptr.To[int32](20), nil, nil),
-		trafficRoute(100, 0), service("checkout-stable", "stable"), service("checkout-canary", "canary"))
-	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
-	f.available("checkout-canary", 2)
-	f.syncCounting(0, routePatch(weightOps(80, 20)), writeStatus)
+	f := routeAt20(t)
 	rv := 200
 	edit := func(manager string, stable, canary int32, want ...string) {
 		t.Helper()
@@ -152,6 +169,13 @@ func TestTrafficOneOffEditsAreCorrected(t *testing.T) {
 	f.wantRoute(20, false)
 }
 
+// managedEntry is a managedFields entry of an update by manager (through subresource sub, ""
+// for none), at seconds after start, owning fields.
+func managedEntry(manager, sub string, at int, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Subresource: sub,
+		Time: ptr.To(metav1.NewTime(start.Add(time.Duration(at) * time.Second))), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}
+
 // resumeAs is another writer's update of Deployment checkout to spec.paused false, under its
 // field manager, at resourceVersion rv.
 func (f *fixture) resumeAs(manager string, rv int) {
@@ -161,11 +185,7 @@ func (f *fixture) resumeAs(manager string, rv int) {
 	// It applies the Deployment as it knows it: spec.paused false is not serialized, so it owns
 	// no such field, only others (the fake API server does not record managedFields for
 	// Deployments: they are set as the API server would).
-	d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{
-		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
-		Time: ptr.To(metav1.NewTime(start.Add(time.Duration(rv) * time.Second))), FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)},
-	})
+	d.ManagedFields = append(d.ManagedFields, managedEntry(manager, "", rv, `{"f:spec":{"f:replicas":{}}}`))
 	if err := f.kube.Tracker().Update(deploymentsGVR, d, ns, metav1.UpdateOptions{FieldManager: manager}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -177,25 +197,20 @@ func (f *fixture) scaleAs(manager string, rv int, replicas int32) {
 	f.t.Helper()
 	d := f.deployment("checkout")
 	d.Spec.Replicas, d.ResourceVersion = ptr.To(replicas), strconv.Itoa(rv)
-	d.ManagedFields = []metav1.ManagedFieldsEntry{{
-		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Subresource: "scale",
-		Time: ptr.To(metav1.NewTime(start.Add(time.Duration(rv) * time.Second))), FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)},
-	}}
+	d.ManagedFields = []metav1.ManagedFieldsEntry{managedEntry(manager, "scale", rv, `{"f:spec":{"f:replicas":{}}}`)}
 	if err := f.kube.Tracker().Update(deploymentsGVR, d, ns, metav1.UpdateOptions{FieldManager: manager}); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
-// deploymentGets counts the agent's reads of Deployment checkout from the API server.
-func (f *fixture) deploymentGets() int {
-	n := 0
-	for _, a := range f.kube.Actions() {
-		if a.GetVerb() == "get" && a.GetResource().Resource == "deployments" {
-			n++
-		}
+// stepReading is step, checking too that the sync read Deployments from the API server n times.
+func (f *fixture) stepReading(n int, want ...string) {
+	f.t.Helper()
+	before := reads(f.kube.Actions(), "deployments")
+	f.step(want...)
+	if got := reads(f.kube.Actions(), "deployments") - before; got != n {
+		f.t.Fatalf("the sync read a Deployment %d times from the API server, want %d", got, n)
 	}
-	return n
 }
 
 // A held Deployment target resumed by hand is paused again (TestDeploymentTargetHeldPausedBetweenReleases);
@@ -205,32 +220,18 @@ func (f *fixture) deploymentGets() int {
 func TestDeploymentTargetPauseContested(t *testing.T) {
 	f := heldTarget(t)
 	pause := `patch deployments checkout {"spec":{"paused":true}}`
-	gets := func(want int, step func()) {
-		t.Helper()
-		before := f.deploymentGets()
-		step()
-		if n := f.deploymentGets() - before; n != want {
-			t.Fatalf("the sync read the Deployment %d times from the API server, want %d", n, want)
-		}
-	}
 	for rv := 100; rv < 100+contestLimit-1; rv++ {
 		f.resumeAs("argocd-controller", rv)
-		gets(1, func() { f.step(pause) })
-		gets(0, func() { f.settled() })
+		f.stepReading(1, pause)
+		f.stepReading(0)
 	}
 	f.resumeAs("argocd-controller", 200)
-	gets(1, func() { f.step("update canaries/status checkout") })
-	f.wantEvent("Warning DeploymentContested")
-	cn := f.canary()
-	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
-	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Reason != v1alpha1.ReasonDeploymentContested ||
-		!strings.Contains(deg.Message, `field manager "argocd-controller"`) {
-		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonDeploymentContested)
-	}
-	gets(0, func() { f.settled() })
+	f.stepReading(1, "update canaries/status checkout")
+	f.wantContested(v1alpha1.ReasonDeploymentContested, "argocd-controller")
+	f.stepReading(0)
 
 	f.resumeAs("kubectl-rollout", 300) // someone else: the agent pauses it again
-	gets(1, func() { f.step(pause, "update canaries/status checkout") })
+	f.stepReading(1, pause, "update canaries/status checkout")
 	f.status(v1alpha1.CanaryCompleted, 0)
 }
 
@@ -238,10 +239,7 @@ func TestDeploymentTargetPauseContested(t *testing.T) {
 // list has one owner; a field set by two managers to the same value has both), else the newest
 // entry's (a change that removed the field leaves no owner); never the agent, nor a status write.
 func TestLastWriter(t *testing.T) {
-	entry := func(manager, sub string, at int, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Subresource: sub, Time: ptr.To(metav1.NewTime(start.Add(time.Duration(at) * time.Second))),
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
-	}
+	entry := managedEntry
 	rules := `{"f:spec":{"f:rules":{}}}`
 	for _, tc := range []struct {
 		name   string
@@ -271,30 +269,16 @@ func TestStableReplicasContested(t *testing.T) {
 	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
 	f.available("checkout-canary", 2)
 	f.step(patchStable+replicas(8), writeStatus)
-	gets := func(want int, step func()) {
-		t.Helper()
-		before := f.deploymentGets()
-		step()
-		if n := f.deploymentGets() - before; n != want {
-			t.Fatalf("the sync read the Deployment %d times from the API server, want %d", n, want)
-		}
-	}
 	f.scaleAs("kubectl", 50, 9) // a person's kubectl scale: scaled back
-	gets(1, func() { f.step(patchStable + replicas(8)) })
+	f.stepReading(1, patchStable+replicas(8))
 	for rv := 100; rv < 100+contestLimit-1; rv++ {
 		f.scaleAs("horizontal-pod-autoscaler", rv, 10)
-		gets(1, func() { f.step(patchStable + replicas(8)) })
+		f.stepReading(1, patchStable+replicas(8))
 	}
 	f.scaleAs("horizontal-pod-autoscaler", 200, 10)
-	gets(1, func() { f.step(writeStatus) })
-	f.wantEvent("Warning DeploymentContested")
-	cn := f.canary()
-	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
-	if cn.Status.Phase != v1alpha1.CanaryDegraded || deg == nil || deg.Reason != v1alpha1.ReasonDeploymentContested ||
-		!strings.Contains(deg.Message, `field manager "horizontal-pod-autoscaler"`) {
-		t.Fatalf("phase %s, Degraded %+v: want Degraded, reason %s naming the manager", cn.Status.Phase, deg, v1alpha1.ReasonDeploymentContested)
-	}
-	gets(0, func() { f.settled() })
+	f.stepReading(1, writeStatus)
+	f.wantContested(v1alpha1.ReasonDeploymentContested, "horizontal-pod-autoscaler")
+	f.stepReading(0)
 	f.scaleAs("kubectl", 300, 10) // someone else: the agent scales it again
-	gets(1, func() { f.step(patchStable+replicas(8), writeStatus) })
+	f.stepReading(1, patchStable+replicas(8), writeStatus)
 }

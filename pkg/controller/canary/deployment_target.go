@@ -393,7 +393,7 @@ func (c *Controller) executeDeploymentTarget(ctx context.Context, r *reconciler)
 		case pauseTarget, resumeTarget:
 			paused := w.kind == pauseTarget
 			doing = fmt.Sprintf("setting spec.paused of Deployment %q to %t", w.name, paused)
-			if f, err := c.contestPause(ctx, r, paused); f != nil || err != nil {
+			if f, err := c.contestDeployment(ctx, r.obs, deploymentPaused, fmt.Sprint(paused)); f != nil || err != nil { // contest.go
 				return f, err
 			}
 			var out *appsv1.Deployment
@@ -401,7 +401,7 @@ func (c *Controller) executeDeploymentTarget(ctx context.Context, r *reconciler)
 				metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
 			if err == nil {
 				c.expectWrite(r.canary.Namespace+"/"+w.name, r.obs.stable, out)
-				c.wrotePause(r, out)
+				c.wroteDeployment(r.obs, deploymentPaused, out)
 			}
 			done = fmt.Sprintf("resumed Deployment %q: its controller makes the ReplicaSet of its new template", w.name)
 			if paused {
@@ -508,50 +508,4 @@ func (c *Controller) releaseDeploymentHold(ctx context.Context, cn *v1alpha1.Can
 	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventTargetPaused,
 		"Canary deleted: Deployment %q is no longer held (resumed) and rolls its template by itself again", name)
 	return nil
-}
-
-// pausedState is what the agent owns on a Deployment target, as a value to compare.
-func pausedState(d *appsv1.Deployment) string { return fmt.Sprintf("paused %t", d.Spec.Paused) }
-
-// contestPause decides, before the agent pauses (or resumes) the target again, whether another
-// field manager keeps changing spec.paused back (docs/canary-targets.md, "Another controller on
-// the target"; changedBackTooOften): a GitOps tool applying the Deployment without
-// spec.paused, say. A person's one-off kubectl rollout resume is paused again, as before; at
-// the contestLimit-th change back in a row by one manager the agent stops writing the
-// Deployment and the Canary is Degraded, naming the manager.
-func (c *Controller) contestPause(ctx context.Context, r *reconciler, paused bool) (*failure, error) {
-	d := r.obs.stable
-	canary, object := r.canary.Namespace+"/"+r.canary.Name, "Deployment/"+d.Name+"/paused"
-	e := c.contests.get(canary, object)
-	wasContested := e.contested()
-	stop, err := changedBackTooOften(ctx, &e, d.ResourceVersion, pausedState(d), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
-		fresh, err := c.kubeClient.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("reading Deployment %s/%s for its field managers: %w", d.Namespace, d.Name, err)
-		}
-		return fresh.ManagedFields, nil
-	}, "f:spec", "f:paused")
-	c.contests.set(canary, object, e)
-	if !stop || err != nil {
-		return nil, err
-	}
-	f := &failure{reason: v1alpha1.ReasonDeploymentContested, message: fmt.Sprintf(
-		"Deployment %q: %s set spec.paused back to %t after the agent set it to %t, %d times in a row: "+
-			"the agent stopped writing the Deployment so as not to fight another controller, and nothing of the release moves. "+
-			"Make that controller leave spec.paused alone (a GitOps tool: ignore the field; an Argo Rollout's workloadRef: "+
-			"release the Deployment with one of the two, not both), then set it once by hand "+
-			"(kubectl rollout pause deploy/%s): the agent resumes at a change by anyone else",
-		d.Name, e.who(), d.Spec.Paused, paused, contestLimit, d.Name)}
-	if !wasContested {
-		c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
-	}
-	return f, nil
-}
-
-// wrotePause records the agent's write of the target's spec.paused.
-func (c *Controller) wrotePause(r *reconciler, out *appsv1.Deployment) {
-	canary, object := r.canary.Namespace+"/"+r.canary.Name, "Deployment/"+out.Name+"/paused"
-	e := c.contests.get(canary, object)
-	e.wrote, e.base, e.written = pausedState(out), r.obs.stable.ResourceVersion, out.ResourceVersion
-	c.contests.set(canary, object, e)
 }

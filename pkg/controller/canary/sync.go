@@ -113,7 +113,7 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 	}
 	for _, w := range r.writes {
 		if w.kind == scaleStable {
-			if f, err := c.contestReplicas(ctx, r.obs); f != nil || err != nil { // contest.go
+			if f, err := c.contestDeployment(ctx, r.obs, deploymentReplicas, fmt.Sprint(w.to)); f != nil || err != nil { // contest.go
 				return f, err
 			}
 		}
@@ -160,7 +160,7 @@ func (c *Controller) writeDeployment(ctx context.Context, obs *observed, w deplo
 		return err
 	}
 	if w.kind == scaleStable || w.kind == restoreStable {
-		c.wroteReplicas(obs, out)
+		c.wroteDeployment(obs, deploymentReplicas, out)
 	}
 	c.expectWrite(d.Namespace+"/"+d.Name, base, out)
 	c.Recorder.Event(obs.canary, corev1.EventTypeNormal, w.eventReason(), w.done())

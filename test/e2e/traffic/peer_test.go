@@ -111,18 +111,13 @@ func (p *peer) counts() (agent, peer int) {
 }
 
 // Another controller keeps setting a Canary's route back to its own weights: the agent writes
-// the route at most three times against it (docs/traffic.md, "Another controller on the
-// route"), then stops and the Canary is Degraded, naming the other field manager. Nothing of
+// the route at most twice against it (docs/traffic.md, "Another controller on the route"; its
+// third change back stops the agent), then stops and the Canary is Degraded, naming the other field manager. Nothing of
 // the release moves while it is (a promote is not carried out). Once the other controller is
 // gone and a person changes the weights by hand, the agent resumes and the release goes on.
 func TestAnotherControllerOnTheRoute(t *testing.T) {
 	e := setup(t)
-	e.createService(services.Stable, "stable")
-	e.createService(services.Canary, "canary")
-	e.createRoute()
-	e.createCanary()
-	e.waitPhase(v1alpha1.CanaryPaused, 1)
-	e.waitRoute(10, true)
+	e.pausedAtStep1()
 
 	p := e.startPeer(e.gw)
 	// Start the contest: the route as the other controller wants it (the agent puts 10% back).
