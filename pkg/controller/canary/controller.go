@@ -68,6 +68,9 @@ type Controller struct {
 	mu      sync.Mutex
 	pending map[string]pendingWrite
 	written map[string]writtenStatus
+
+	// contests are the objects another field manager keeps changing back (contest.go).
+	contests contests
 }
 
 // NewController returns a Canary controller that watches Canaries and Deployments through the

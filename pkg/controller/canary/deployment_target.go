@@ -393,10 +393,15 @@ func (c *Controller) executeDeploymentTarget(ctx context.Context, r *reconciler)
 		case pauseTarget, resumeTarget:
 			paused := w.kind == pauseTarget
 			doing = fmt.Sprintf("setting spec.paused of Deployment %q to %t", w.name, paused)
+			if f, err := c.contestDeployment(ctx, r.obs, deploymentPaused, fmt.Sprint(paused)); f != nil || err != nil { // contest.go
+				return f, err
+			}
 			var out *appsv1.Deployment
-			out, err = deployments.Patch(ctx, w.name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused), metav1.PatchOptions{})
+			out, err = deployments.Patch(ctx, w.name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused),
+				metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
 			if err == nil {
 				c.expectWrite(r.canary.Namespace+"/"+w.name, r.obs.stable, out)
+				c.wroteDeployment(r.obs, deploymentPaused, out)
 			}
 			done = fmt.Sprintf("resumed Deployment %q: its controller makes the ReplicaSet of its new template", w.name)
 			if paused {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/traffic"
 )
 
 // routeIndex indexes Canaries by the namespace/name of the HTTPRoute they route through.
@@ -141,17 +142,37 @@ func (c *Controller) observeTraffic(cn *v1alpha1.Canary) (*trafficObserved, erro
 // writeRoute patches the route as planned, before any Deployment write. A patch refused because
 // the route changed since it was read (its resourceVersion differs now) is a concurrent edit:
 // reported with an Event and retried from a fresh read, never forced; any other refusal is a
-// failure shown on the Canary.
+// failure shown on the Canary. A route whose weights another field manager keeps changing back
+// is not written at all (contestRoute).
 func (c *Controller) writeRoute(ctx context.Context, r *reconciler) (*failure, error) {
 	t := r.traffic
-	if t == nil || t.patch == nil {
+	if t == nil || t.reason != "" {
 		return nil, nil
 	}
 	route := t.obs.route
+	canary, object := r.canary.Namespace+"/"+r.canary.Name, "HTTPRoute/"+route.Name
+	e := c.contests.get(canary, object)
+	if t.patch == nil {
+		// The route carries what the release needs. Set so by someone else (not the agent's own
+		// write, seen now), nothing is contested: the count starts again.
+		rv := route.ResourceVersion
+		if rv != e.base && rv != e.written && (e.count > 0 || e.wrote != routeState(t.current)) {
+			c.contests.set(canary, object, contest{wrote: routeState(t.current), base: rv, written: rv})
+		}
+		return nil, nil
+	}
 	routes := c.traffic.gateway.GatewayV1().HTTPRoutes(route.Namespace)
-	out, err := routes.Patch(ctx, route.Name, types.JSONPatchType, t.patch, metav1.PatchOptions{})
+	if f, err := c.contestRoute(ctx, r, &e); f != nil || err != nil {
+		c.contests.set(canary, object, e)
+		return f, err
+	}
+	out, err := routes.Patch(ctx, route.Name, types.JSONPatchType, t.patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
 	if err == nil {
 		t.written = out
+		if obs, err := traffic.Observe(out, r.services()); err == nil {
+			e.wrote, e.base, e.written = routeState(obs), route.ResourceVersion, out.ResourceVersion
+		}
+		c.contests.set(canary, object, e)
 		c.Recorder.Eventf(r.canary, corev1.EventTypeNormal, v1alpha1.EventTrafficShifted,
 			"HTTPRoute %q: canary weight %d%%, header route %v", route.Name, t.weight, len(t.matches) > 0)
 		return nil, nil
@@ -165,6 +186,44 @@ func (c *Controller) writeRoute(ctx context.Context, r *reconciler) (*failure, e
 	f := &failure{reason: v1alpha1.ReasonHTTPRouteWriteFailed, message: fmt.Sprintf("patching HTTPRoute %q: %v", route.Name, err)}
 	c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
 	return f, fmt.Errorf("%s: %w", f.message, err)
+}
+
+// routeState is what the agent owns on a route, as a value to compare: the canary's weight and
+// the header rule's headers.
+func routeState(o traffic.Observed) string {
+	return fmt.Sprintf("weight %d, header rule %t %v", o.CanaryWeight, o.HeaderRule >= 0, o.Matches)
+}
+
+// contestRoute decides whether another controller keeps changing the route's weights back
+// (docs/traffic.md, "Another controller on the route"; changedBackTooOften): the manager that
+// last wrote spec.rules (an atomic list) is the one that changed them. Once one did so
+// contestLimit times in a row, the failure it returns makes the Canary Degraded, naming the
+// manager, and nothing of the release moves. A change by someone else (a person setting the
+// weights by hand), or a route that carries what the release needs, starts the count again.
+func (c *Controller) contestRoute(ctx context.Context, r *reconciler, e *contest) (*failure, error) {
+	t, route := r.traffic, r.traffic.obs.route
+	wasContested := e.contested()
+	stop, err := changedBackTooOften(ctx, e, route.ResourceVersion, routeState(t.current), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
+		fresh, err := c.traffic.gateway.GatewayV1().HTTPRoutes(route.Namespace).Get(ctx, route.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading HTTPRoute %s/%s for its field managers: %w", route.Namespace, route.Name, err)
+		}
+		return fresh.ManagedFields, nil
+	}, "f:spec", "f:rules")
+	if !stop || err != nil {
+		return nil, err
+	}
+	f := &failure{reason: v1alpha1.ReasonHTTPRouteContested, message: fmt.Sprintf(
+		"HTTPRoute %q: %s changed back the weights the agent set, %d times in a row (the route gives the canary %d%%, the release needs %d%%): "+
+			"the agent stopped writing the route so as not to fight another controller, and nothing of the release moves. "+
+			"Make that controller leave this route (an Argo Rollout: remove the route from its trafficRouting, or delete the Rollout), "+
+			"then set the weights once by hand (kubectl edit httproute %s): the agent resumes at a change by anyone else",
+		route.Name, e.who(), contestLimit, t.current.CanaryWeight, t.weight, route.Name)}
+	t.reason, t.message = f.reason, f.message
+	if !wasContested {
+		c.Recorder.Eventf(r.canary, corev1.EventTypeWarning, f.reason, "%s", f.message)
+	}
+	return f, nil
 }
 
 // selects reports whether a Service's selector selects pods with the labels.

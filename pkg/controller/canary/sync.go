@@ -30,6 +30,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		c.deployments.Release(key)
 		c.forgetTarget(key)
 		c.forgetStatus(key.String())
+		c.contests.forget(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
 	}
@@ -111,6 +112,11 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 		return f, err
 	}
 	for _, w := range r.writes {
+		if w.kind == scaleStable {
+			if f, err := c.contestDeployment(ctx, r.obs, deploymentReplicas, fmt.Sprint(w.to)); f != nil || err != nil { // contest.go
+				return f, err
+			}
+		}
 		err := c.writeDeployment(ctx, r.obs, w)
 		if err == nil {
 			continue
@@ -145,13 +151,16 @@ func (c *Controller) writeDeployment(ctx context.Context, obs *observed, w deplo
 		out, err = deployments.Patch(ctx, d.Name, types.MergePatchType, w.patch, metav1.PatchOptions{})
 	case scaleStable:
 		base = obs.stable
-		out, err = deployments.Patch(ctx, d.Name, types.MergePatchType, w.patch, metav1.PatchOptions{})
+		out, err = deployments.Patch(ctx, d.Name, types.MergePatchType, w.patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
 	case restoreStable:
 		base = obs.stable
-		out, err = deployments.Patch(ctx, d.Name, types.JSONPatchType, w.patch, metav1.PatchOptions{})
+		out, err = deployments.Patch(ctx, d.Name, types.JSONPatchType, w.patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
 	}
 	if err != nil {
 		return err
+	}
+	if w.kind == scaleStable || w.kind == restoreStable {
+		c.wroteDeployment(obs, deploymentReplicas, out)
 	}
 	c.expectWrite(d.Namespace+"/"+d.Name, base, out)
 	c.Recorder.Event(obs.canary, corev1.EventTypeNormal, w.eventReason(), w.done())

@@ -12,6 +12,14 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/traffic"
 )
 
+// Argo Rollouts marks a Service a Rollout routes through with argoManagedByRollouts (the
+// Rollout's name) and adds argoPodTemplateHash to its selector, so that it selects that
+// Rollout's ReplicaSets only (github.com/argoproj/argo-rollouts, rollout/service.go).
+const (
+	argoManagedByRollouts = "argo-rollouts.argoproj.io/managed-by-rollouts"
+	argoPodTemplateHash   = "rollouts-pod-template-hash"
+)
+
 // trafficObserved is what a sync read of spec.trafficRouting; nil fields do not exist.
 type trafficObserved struct {
 	unavailable          bool // the cluster has no Gateway API
@@ -78,6 +86,13 @@ func (r *reconciler) checkTraffic() (reason, message string) {
 		return v1alpha1.ReasonServiceNotFound, fmt.Sprintf("stable Service %q not found: nothing is changed until it exists", g.StableService)
 	case t.obs.canarySvc == nil:
 		return v1alpha1.ReasonServiceNotFound, fmt.Sprintf("canary Service %q not found: nothing is changed until it exists", g.CanaryService)
+	}
+	for _, svc := range []*corev1.Service{t.obs.stableSvc, t.obs.canarySvc} {
+		if rollout, ok := svc.Annotations[argoManagedByRollouts]; ok {
+			return v1alpha1.ReasonServiceManagedElsewhere, fmt.Sprintf(
+				"Service %q is managed by Argo Rollouts (Rollout %q, annotation %s): it sets the Service's selector to its own pods (%s); give the Canary Services of its own",
+				svc.Name, rollout, argoManagedByRollouts, argoPodTemplateHash)
+		}
 	}
 	canaryLabels := r.canary.Spec.Canary.Template.Labels
 	switch {

@@ -315,6 +315,11 @@ func TestTrafficProblemsChangeNothing(t *testing.T) {
 			service("checkout-canary", "canary")}, v1alpha1.ReasonServiceSelector},
 		{"canary Service selects stable pods", trafficRoute(100, 0), []*corev1.Service{
 			service("checkout-stable", "stable"), service("checkout-canary", "stable")}, v1alpha1.ReasonServiceSelector},
+		{"stable Service managed by Argo Rollouts", trafficRoute(100, 0), []*corev1.Service{func() *corev1.Service {
+			s := service("checkout-stable", "stable")
+			s.Annotations = map[string]string{argoManagedByRollouts: "checkout"}
+			return s
+		}(), service("checkout-canary", "canary")}, v1alpha1.ReasonServiceManagedElsewhere},
 		{"route without the canary Service", func() *gatewayv1.HTTPRoute {
 			r := trafficRoute(100, 0)
 			r.Spec.Rules[0].BackendRefs = r.Spec.Rules[0].BackendRefs[:1]

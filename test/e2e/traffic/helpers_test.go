@@ -134,6 +134,18 @@ func (e *env) createCanary() {
 	}
 }
 
+// pausedAtStep1 creates the Services, the route and the Canary, and waits until step 1 is
+// paused with its weight and header route on the route.
+func (e *env) pausedAtStep1() {
+	e.T.Helper()
+	e.createService(services.Stable, "stable")
+	e.createService(services.Canary, "canary")
+	e.createRoute()
+	e.createCanary()
+	e.waitPhase(v1alpha1.CanaryPaused, 1)
+	e.waitRoute(10, true)
+}
+
 func (e *env) canary() *v1alpha1.Canary {
 	e.T.Helper()
 	c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, "web", metav1.GetOptions{})

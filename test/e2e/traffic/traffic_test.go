@@ -121,12 +121,7 @@ func (e *env) waitCondition(reason string) {
 // step's weights back, through a patch that tests the route's new resourceVersion.
 func TestRouteEditedDuringAStep(t *testing.T) {
 	e := setup(t)
-	e.createService(services.Stable, "stable")
-	e.createService(services.Canary, "canary")
-	e.createRoute()
-	e.createCanary()
-	e.waitPhase(v1alpha1.CanaryPaused, 1)
-	e.waitRoute(10, true)
+	e.pausedAtStep1()
 	_, before := e.route()
 	if _, err := e.gw.GatewayV1().HTTPRoutes(e.NS).Patch(e.Ctx, "web", types.JSONPatchType,
 		[]byte(`[{"op":"replace","path":"/spec/rules/0/backendRefs/0/weight","value":70},{"op":"replace","path":"/spec/rules/0/backendRefs/1/weight","value":30}]`),

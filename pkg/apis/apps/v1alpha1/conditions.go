@@ -86,6 +86,10 @@ const (
 	ReasonTargetHeld = "TargetHeldByAnotherCanary"
 	// ReasonTargetUnsupported: the target cannot be released by a partition as it is set up.
 	ReasonTargetUnsupported = "TargetUnsupported"
+	// ReasonDeploymentContested: another field manager keeps changing back what the agent sets on
+	// a Deployment it does not own (a held target's spec.paused, the stable Deployment's
+	// spec.replicas); the agent stopped writing it (docs/canary.md, "Beside another controller").
+	ReasonDeploymentContested = "DeploymentContested"
 	// ReasonHolding: the target is held, waiting for a template change to release.
 	ReasonHolding             = "Holding"
 	ReasonBatchUpgrading      = "BatchUpgrading"

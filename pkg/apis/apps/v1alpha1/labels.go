@@ -8,6 +8,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByAgent is the value of LabelManagedBy on objects the agent created.
 	ManagedByAgent = "workload-agent"
+	// FieldManagerAgent is the field manager the agent's writes are recorded under in
+	// metadata.managedFields (the program name of its User-Agent): the agent tells its own
+	// writes from another controller's by it.
+	FieldManagerAgent = "workload-agent"
 
 	// LabelTAppName names the TApp that owns a pod or PVC.
 	LabelTAppName = "tapp.apps.workload.dev/name"

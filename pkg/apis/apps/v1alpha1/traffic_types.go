@@ -102,7 +102,13 @@ const (
 	ReasonHTTPRouteInvalid      = "HTTPRouteInvalid"
 	ReasonServiceNotFound       = "ServiceNotFound"
 	ReasonServiceSelector       = "ServiceSelectorMismatch"
-	ReasonHTTPRouteWriteFailed  = "HTTPRouteWriteFailed"
+	// ReasonServiceManagedElsewhere: a Service carries Argo Rollouts' managed-by annotation: that
+	// controller sets its selector to its own ReplicaSets' pods.
+	ReasonServiceManagedElsewhere = "ServiceManagedByAnotherController"
+	ReasonHTTPRouteWriteFailed    = "HTTPRouteWriteFailed"
+	// ReasonHTTPRouteContested: another field manager keeps changing back the weights the agent
+	// sets (docs/traffic.md, "Another controller on the route"); the agent stopped writing them.
+	ReasonHTTPRouteContested = "HTTPRouteContested"
 
 	// EventTrafficShifted: the agent patched the HTTPRoute. EventHTTPRouteChanged: someone else
 	// changed the route between the agent's read and its write; it reads it again.
