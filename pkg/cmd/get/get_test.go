@@ -222,6 +222,7 @@ func stsObjects() []runtime.Object {
 // three pods on the new revision.
 func dsTargetObjects() []runtime.Object {
 	d := &appsv1.DaemonSet{ObjectMeta: meta("agents", "uid-agents", 72*time.Hour, nil, nil, schema{})}
+	d.Annotations = map[string]string{v1alpha1.AnnotationDaemonSetPartition: "2"}
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "agents")}
 	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 	d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3, UpdatedNumberScheduled: 1}
