@@ -161,15 +161,23 @@ func TestUndoDeploymentTargetedByACanary(t *testing.T) {
 	cn := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "shelf", Namespace: cmdtest.Namespace}}
 	cn.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "held"}
 	objects := append(historytest.Objects(), runtime.Object(cn))
-	res := cmdtest.Run(t, NewCmdUndo, objects, "deploy/held")
-	cmdtest.Golden(t, "deployment-targeted-by-canary", res.Transcript())
+	undoHeld(t, objects, workload.Deployment, "held", "deployment-targeted-by-canary", "nginx:1.25")
+}
+
+// undoHeld runs undo on a workload a Canary targets, compares its transcript with the golden
+// file, checks that the stored template runs image again and returns the stored annotations.
+func undoHeld(t *testing.T, objects []runtime.Object, k workload.Kind, name, golden, image string) map[string]string {
+	t.Helper()
+	res := cmdtest.Run(t, NewCmdUndo, objects, k.Short+"/"+name)
+	cmdtest.Golden(t, golden, res.Transcript())
 	if res.Code != 0 {
 		t.Fatalf("exit %d", res.Code)
 	}
-	tpl, _ := storedTemplate(t, res, workload.Deployment, "held", "spec", "template")
-	if got := tpl.Spec.Containers[0].Image; got != "nginx:1.25" {
-		t.Errorf("template runs %s, want nginx:1.25 back", got)
+	tpl, ann := storedTemplate(t, res, k, name, "spec", "template")
+	if got := tpl.Spec.Containers[0].Image; got != image {
+		t.Errorf("template runs %s, want %s back", got, image)
 	}
+	return ann
 }
 
 // A DaemonSet a Canary holds (OnDelete, its partition annotation) is undone as a held
@@ -185,15 +193,7 @@ func TestUndoDaemonSetHeldByACanary(t *testing.T) {
 		}
 		objects = append(objects, o)
 	}
-	res := cmdtest.Run(t, NewCmdUndo, objects, "ds/agents")
-	cmdtest.Golden(t, "daemonset-held-by-canary", res.Transcript())
-	if res.Code != 0 {
-		t.Fatalf("exit %d", res.Code)
-	}
-	tpl, ann := storedTemplate(t, res, workload.DaemonSet, "agents", "spec", "template")
-	if got := tpl.Spec.Containers[0].Image; got != "fluentd:1.16" {
-		t.Errorf("template runs %s, want fluentd:1.16 back", got)
-	}
+	ann := undoHeld(t, objects, workload.DaemonSet, "agents", "daemonset-held-by-canary", "fluentd:1.16")
 	if got := ann[v1alpha1.AnnotationDaemonSetPartition]; got != "3" {
 		t.Errorf("partition annotation %q, want the hold's 3 left alone", got)
 	}
