@@ -352,6 +352,14 @@ var k9sViewKeys = map[string]map[string]k9sKey{
 	"deployments": withExtenderKeys(map[string]k9sKey{"z": {action: "ReplicaSets"}}),
 	// internal/view/sts.go NewStatefulSet, with the extenders of k9sExtenderKeys.
 	"statefulsets": withExtenderKeys(map[string]k9sKey{}),
+	// internal/view/ds.go NewDaemonSet and bindKeys: the port-forward, restart, image and logs
+	// extenders, and its sort keys.
+	"daemonsets": {
+		"f": {action: "Show PortForward"}, "Shift-F": {action: "Port-Forward"}, "r": {action: "Restart"},
+		"i": {action: "Set Image"}, "l": {action: "Logs"}, "p": {action: "Logs Previous"},
+		"Shift-D": {action: "Sort Desired"}, "Shift-C": {action: "Sort Current"}, "Shift-R": {action: "Sort Ready"},
+		"Shift-U": {action: "Sort UpToDate"}, "Shift-L": {action: "Sort Available"},
+	},
 }
 
 // withExtenderKeys adds the keys of the extenders k9s wraps Deployments and StatefulSets in:
@@ -376,6 +384,7 @@ var k9sScopeViews = map[string][]string{
 	"canaries":          {"app", "table", "custom-resource"},
 	"deployments":       {"app", "table", "deployments"},
 	"statefulsets":      {"app", "table", "statefulsets"},
+	"daemonsets":        {"app", "table", "daemonsets"},
 }
 
 // k9sKeyCollisions lists the shortcuts of plugins that take a key k9s binds in a view their

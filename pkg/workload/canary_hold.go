@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,9 @@ type Holder struct {
 	// Target names the Deployment a Canary releases through its temporary canary Deployment,
 	// when Role is "canary" of such a Canary.
 	Target string
+	// Step is where the Canary's release stands, such as "Paused at step 2 of 3" ("" before
+	// the agent reported any).
+	Step string
 }
 
 // CanaryHolding finds the Canary of the namespace that names Deployment name as its stable or
@@ -40,10 +44,10 @@ func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, kin
 		}
 		if t := c.Spec.TargetRef; t != nil {
 			if t.Kind == kind && t.Name == name {
-				return &Holder{Canary: c.Name, Role: "target"}, nil
+				return &Holder{Canary: c.Name, Role: "target", Step: canaryAt(&c)}, nil
 			}
 			if t.Kind == Deployment.Name && kind == Deployment.Name && name == v1alpha1.TemporaryCanaryName(c.Name) {
-				return &Holder{Canary: c.Name, Role: "canary", Target: t.Name}, nil
+				return &Holder{Canary: c.Name, Role: "canary", Target: t.Name, Step: canaryAt(&c)}, nil
 			}
 			continue
 		}
@@ -52,12 +56,21 @@ func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, kin
 		}
 		switch name {
 		case c.Spec.StableRef.Name:
-			return &Holder{Canary: c.Name, Role: "stable"}, nil
+			return &Holder{Canary: c.Name, Role: "stable", Step: canaryAt(&c)}, nil
 		case c.Spec.Canary.Name:
-			return &Holder{Canary: c.Name, Role: "canary"}, nil
+			return &Holder{Canary: c.Name, Role: "canary", Step: canaryAt(&c)}, nil
 		}
 	}
 	return nil, nil
+}
+
+// canaryAt is Holder.Step: the Canary's phase and its current step (or batch).
+func canaryAt(c *v1alpha1.Canary) string {
+	st := c.Status
+	if st.CurrentBatch < 1 || len(st.Batches) == 0 {
+		return string(st.Phase)
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s at %s %d of %d", st.Phase, stepWord(c), st.CurrentBatch, len(st.Batches)))
 }
 
 // RefuseHeldDeployment refuses a change of the pod template of a Deployment a Canary

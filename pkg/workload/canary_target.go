@@ -2,9 +2,7 @@ package workload
 
 import (
 	"fmt"
-	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,7 +25,7 @@ func targetCounts(c *v1alpha1.Canary) string {
 	}
 	// A DaemonSet has no partition: the agent keeps that many pods on the stable revision.
 	held, hold := fmt.Sprintf("partition %d", t.Partition), fmt.Sprintf("held at partition %d", t.Partition)
-	if ref.Kind == daemonSet {
+	if ref.Kind == DaemonSet.Name {
 		held = fmt.Sprintf("%d kept on the stable revision", t.Partition)
 		hold = "held with updateStrategy OnDelete"
 	}
@@ -41,18 +39,11 @@ func targetCounts(c *v1alpha1.Canary) string {
 
 // kindShort is the short name of a target kind.
 func kindShort(kind string) string {
-	if kind == daemonSet {
-		return "ds"
-	}
 	if k, ok := targetKind(kind); ok {
 		return k.Short
 	}
 	return kind
 }
-
-// daemonSet is the kind of a DaemonSet target: not a kind the plugin lists or changes itself,
-// only shown under the Canary that releases it.
-const daemonSet = "DaemonSet"
 
 func targetKind(name string) (Kind, bool) {
 	for _, k := range Kinds {
@@ -66,18 +57,18 @@ func targetKind(name string) (Kind, bool) {
 // targetNode is the tree's line of a Canary's target, with its revisions and pods.
 func (t *treeReader) targetNode(c *v1alpha1.Canary) (*Node, error) {
 	ref := c.Spec.TargetRef
-	if ref.Kind == daemonSet {
-		return t.daemonSetTarget(c)
-	}
 	k, ok := targetKind(ref.Kind)
 	if !ok || k.helper == nil {
 		return &Node{Name: ref.Kind + "/" + ref.Name, Status: "Unknown", Info: "target of a kind this plugin does not know"}, nil
 	}
 	var n *Node
 	var err error
-	if k.Name == StatefulSet.Name {
+	switch k.Name {
+	case StatefulSet.Name:
 		n, err = t.targetStatefulSet(ref.Name)
-	} else {
+	case DaemonSet.Name:
+		n, err = t.targetDaemonSet(c)
+	default:
 		n, err = t.targetObject(k, ref.Name)
 	}
 	if n == nil || err != nil {
@@ -128,65 +119,28 @@ func refuseTargetTemplate(ref Ref, c *v1alpha1.Canary) error {
 		ref, kindShort(t.Kind), t.Name, kindShort(t.Kind), t.Name, kindShort(t.Kind), t.Name, ref)
 }
 
-// daemonSetTarget is the tree's line of a DaemonSet target: its pods by revision (the hash the
-// DaemonSet controller puts on them), the update revision first.
-func (t *treeReader) daemonSetTarget(c *v1alpha1.Canary) (*Node, error) {
-	ref := c.Spec.TargetRef
-	d, err := t.kube.AppsV1().DaemonSets(t.ns).Get(t.ctx, ref.Name, metav1.GetOptions{})
+// targetDaemonSet is a target DaemonSet's subtree, its revisions named by the Canary's status
+// (a DaemonSet's own status names none).
+func (t *treeReader) targetDaemonSet(c *v1alpha1.Canary) (*Node, error) {
+	name := c.Spec.TargetRef.Name
+	d, err := t.kube.AppsV1().DaemonSets(t.ns).Get(t.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &Node{Name: "ds/" + ref.Name, Status: "NotFound", Info: "target"}, nil
+		return &Node{Name: DaemonSet.Short + "/" + name, Status: "NotFound", Info: "target"}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading its target DaemonSet %q: %w", ref.Name, err)
-	}
-	n := &Node{Object: d, Name: "ds/" + d.Name, Created: d.CreationTimestamp.Time,
-		Ready:  fmt.Sprintf("%d/%d", d.Status.NumberReady, d.Status.DesiredNumberScheduled),
-		Status: string(d.Spec.UpdateStrategy.Type), Info: "target: " + targetCounts(c)}
-	sel, err := selectorOf(d.Spec.Selector, nil)
-	if err != nil {
-		return nil, fmt.Errorf("target DaemonSet %q: %w", d.Name, err)
-	}
-	pods, err := t.listPods(sel)
-	if err != nil {
-		return nil, fmt.Errorf("target DaemonSet %q: %w", d.Name, err)
-	}
-	byRev, revs := map[string][]*Node{}, []string{}
-	for _, p := range pods {
-		if !controlledBy(p, d.UID) {
-			continue
-		}
-		rev := d.Name + "-" + p.Labels[appsv1.ControllerRevisionHashLabelKey]
-		if byRev[rev] == nil {
-			revs = append(revs, rev)
-		}
-		byRev[rev] = append(byRev[rev], podNode(p))
+		return nil, fmt.Errorf("reading its target DaemonSet %q: %w", name, err)
 	}
 	var update, stable string
 	if st := c.Status.Target; st != nil {
 		update, stable = st.UpdateRevision, st.StableRevision
 	}
-	rank := func(r string) int {
-		switch r {
-		case update:
-			return 0
-		case stable:
-			return 1
-		}
-		return 2
+	sel, err := selectorOf(d.Spec.Selector, nil)
+	if err != nil {
+		return nil, fmt.Errorf("target DaemonSet %q: %w", name, err)
 	}
-	sort.SliceStable(revs, func(i, j int) bool { return rank(revs[i]) < rank(revs[j]) })
-	for _, r := range revs {
-		rn := &Node{Name: "revision " + r, Children: byRev[r]}
-		switch {
-		case r == update && r == stable:
-			rn.Info = "stable and update revision"
-		case r == update:
-			rn.Info = "update revision"
-		case r == stable:
-			rn.Info = "stable revision"
-		}
-		rn.Info = joinInfo(rn.Info, plural(int32(len(byRev[r])), "pod", "pods"))
-		n.Children = append(n.Children, rn)
+	n, err := t.daemonSet(d, d, sel, update, stable, "stable")
+	if err != nil {
+		return nil, fmt.Errorf("target DaemonSet %q: %w", name, err)
 	}
 	return n, nil
 }

@@ -21,7 +21,7 @@ import (
 
 // WithHistory lists the kinds history and undo act on. A Canary has no history: abort is its
 // way back.
-var WithHistory = []Kind{UnitedDeployment, StatefulSet, Deployment, TApp}
+var WithHistory = []Kind{UnitedDeployment, StatefulSet, DaemonSet, Deployment, TApp}
 
 var (
 	controllerRevisions = appsv1.SchemeGroupVersion.WithResource("controllerrevisions")
@@ -43,8 +43,8 @@ const (
 //
 //   - UnitedDeployment: a ControllerRevision labelled apps.workload.dev/united-deployment=<ud>
 //     and controlled by it; Template is the spec.template (subset template) it holds.
-//   - StatefulSet: a ControllerRevision selected by the StatefulSet's selector and controlled by
-//     it; Template is the pod template.
+//   - StatefulSet, DaemonSet: a ControllerRevision selected by the workload's selector and
+//     controlled by it; Template is the pod template.
 //   - Deployment: a ReplicaSet selected by the Deployment's selector and controlled by it,
 //     numbered by its deployment.kubernetes.io/revision annotation; Template is its pod
 //     template without the pod-template-hash label.
@@ -72,7 +72,7 @@ func Revisions(ctx context.Context, client dynamic.Interface, namespace string, 
 	case UnitedDeployment.Name:
 		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj,
 			labels.SelectorFromSet(labels.Set{v1alpha1.LabelUnitedDeploymentName: obj.GetName()}).String(), "updatedRevision")
-	case StatefulSet.Name:
+	case StatefulSet.Name, DaemonSet.Name:
 		sel, selErr := historySelector(ref, obj)
 		if selErr != nil {
 			return nil, selErr
@@ -143,10 +143,10 @@ func controllerRevisionHistory(ctx context.Context, client dynamic.Interface, na
 	return revs, nil
 }
 
-// revisionTemplate reads the template a ControllerRevision holds. The StatefulSet controller
-// and our UnitedDeployment and TApp controllers store a patch that restores spec.template:
-// {"spec":{"template":{…}}} (the StatefulSet's with "$patch":"replace" inside, which is
-// dropped here; the TApp's with spec.templatePool beside it, returned as pool).
+// revisionTemplate reads the template a ControllerRevision holds. The StatefulSet and DaemonSet
+// controllers and our UnitedDeployment and TApp controllers store a patch that restores
+// spec.template: {"spec":{"template":{…}}} (the native ones' with "$patch":"replace" inside,
+// which is dropped here; the TApp's with spec.templatePool beside it, returned as pool).
 func revisionTemplate(data []byte) (json.RawMessage, map[string]json.RawMessage, error) {
 	var patch struct {
 		Spec struct {

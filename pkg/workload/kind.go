@@ -16,7 +16,7 @@ import (
 // Kind is one kind of workload the plugin acts on: how the API server serves it, how a person
 // names it, and (helper) what the plugin knows about it. Each kind is declared, with all of its
 // helper, in a file of its own (tapp.go, uniteddeployment.go, canary.go, deployment.go,
-// statefulset.go) and listed in Kinds.
+// statefulset.go, daemonset.go) and listed in Kinds.
 type Kind struct {
 	// Name is the API kind, such as "TApp".
 	Name string
@@ -75,7 +75,7 @@ type Retrier interface {
 func (k Kind) Helper() Helper { return k.helper }
 
 // Kinds lists every kind the plugin knows, ours first.
-var Kinds = []Kind{TApp, UnitedDeployment, Canary, Deployment, StatefulSet}
+var Kinds = []Kind{TApp, UnitedDeployment, Canary, Deployment, StatefulSet, DaemonSet}
 
 // kindsWith lists the kinds whose helper implements T, in the order of Kinds.
 func kindsWith[T any]() []Kind {

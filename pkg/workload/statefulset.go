@@ -2,7 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,38 +130,6 @@ func (t *treeReader) statefulSet(s *appsv1.StatefulSet, obj runtime.Object, revi
 		rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 		byRev[rev] = append(byRev[rev], podNode(p))
 	}
-	var revs []string
-	for r := range byRev {
-		revs = append(revs, r)
-	}
-	// The update revision first, then the current one, then any other.
-	rank := func(r string) int {
-		switch r {
-		case s.Status.UpdateRevision:
-			return 0
-		case s.Status.CurrentRevision:
-			return 1
-		}
-		return 2
-	}
-	sort.Slice(revs, func(i, j int) bool {
-		if rank(revs[i]) != rank(revs[j]) {
-			return rank(revs[i]) < rank(revs[j])
-		}
-		return revs[i] < revs[j]
-	})
-	for _, r := range revs {
-		n := &Node{Name: "revision " + orDefault(r, "(unknown)"), Children: byRev[r]}
-		switch {
-		case r == s.Status.UpdateRevision && r == s.Status.CurrentRevision:
-			n.Info = "current and update revision"
-		case r == s.Status.UpdateRevision:
-			n.Info = "update revision"
-		case r == s.Status.CurrentRevision:
-			n.Info = "current revision"
-		}
-		n.Info = joinInfo(n.Info, plural(int32(len(byRev[r])), "pod", "pods"))
-		root.Children = append(root.Children, n)
-	}
+	root.Children = append(root.Children, revisionNodes(byRev, s.Status.UpdateRevision, s.Status.CurrentRevision, "current")...)
 	return root, nil
 }

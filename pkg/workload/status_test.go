@@ -102,3 +102,48 @@ func TestEveryKindHasAStatusViewer(t *testing.T) {
 		}
 	}
 }
+
+// A DaemonSet's rollout is kubectl's (every pod updated and available, as of the latest
+// generation); OnDelete and a Canary's hold say why pods wait.
+func TestDaemonSetStatus(t *testing.T) {
+	ds := func(strategy appsv1.DaemonSetUpdateStrategyType, partition string, updated, available int32) *appsv1.DaemonSet {
+		d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agents", Generation: 3}}
+		d.Spec.UpdateStrategy.Type = strategy
+		if partition != "" {
+			d.Annotations = map[string]string{v1alpha1.AnnotationDaemonSetPartition: partition}
+		}
+		d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 4, NumberReady: available,
+			NumberAvailable: available, UpdatedNumberScheduled: updated}
+		return d
+	}
+	const rolling, onDelete = appsv1.RollingUpdateDaemonSetStrategyType, appsv1.OnDeleteDaemonSetStrategyType
+	for _, tt := range []struct {
+		name  string
+		ds    *appsv1.DaemonSet
+		state RolloutState
+		says  string
+	}{
+		{"complete", ds(rolling, "", 4, 4), StateComplete, "4 of 4 pods updated, 4 ready, 4 available"},
+		{"rolling", ds(rolling, "", 2, 3), StateProgressing, "2 of 4 pods updated"},
+		{"updated, not yet available", ds(rolling, "", 4, 3), StateProgressing, "4 of 4 pods updated, 3 ready, 3 available"},
+		{"OnDelete with old pods", ds(onDelete, "", 1, 4), StatePaused, "pods are updated only when deleted"},
+		{"OnDelete, a pod coming back", ds(onDelete, "", 1, 3), StateProgressing, "1 of 4 pods updated"},
+		{"OnDelete, all updated", ds(onDelete, "", 4, 4), StateComplete, "4 of 4 pods updated"},
+		{"held at its step", ds(onDelete, "3", 1, 4), StatePaused, "held by a Canary (updateStrategy OnDelete), 3 pods kept on the stable revision"},
+		{"held, old pods being deleted", ds(onDelete, "2", 1, 4), StateProgressing, "released by a Canary deleting its old pods, 2 pods kept"},
+		{"held above its pods", ds(onDelete, "9", 0, 4), StatePaused, "9 pods kept"},
+		{"held, all updated", ds(onDelete, "0", 4, 4), StateComplete, "4 of 4 pods updated"},
+		{"annotation without OnDelete", ds(rolling, "3", 1, 4), StateProgressing, "1 of 4 pods updated"},
+		{"unreadable annotation", ds(onDelete, "x", 1, 4), StatePaused, "pods are updated only when deleted"},
+	} {
+		st, err := RolloutStatusOf(DaemonSet, toU(t, tt.ds))
+		if err != nil || st.State != tt.state || !strings.Contains(st.Summary, tt.says) {
+			t.Errorf("%s: got %s %q, %v; want %s with %q", tt.name, st.State, st.Summary, err, tt.state, tt.says)
+		}
+	}
+	stale := ds(rolling, "", 4, 4)
+	stale.Generation = 4
+	if st, _ := RolloutStatusOf(DaemonSet, toU(t, stale)); !st.Stale || st.Done() || !strings.Contains(st.Summary, "kube-controller-manager") {
+		t.Errorf("unobserved daemonset: %+v", st)
+	}
+}

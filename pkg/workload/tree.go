@@ -271,3 +271,42 @@ func joinInfo(a, b string) string {
 	}
 	return a + ", " + b
 }
+
+// revisionNodes are the lines of a workload's pods grouped by the revision they run: update
+// first, then other (otherRole says what it is: "current", "stable"), then the rest by name.
+func revisionNodes(byRev map[string][]*Node, update, other, otherRole string) []*Node {
+	var revs []string
+	for r := range byRev {
+		revs = append(revs, r)
+	}
+	rank := func(r string) int {
+		switch r {
+		case update:
+			return 0
+		case other:
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(revs, func(i, j int) bool {
+		if rank(revs[i]) != rank(revs[j]) {
+			return rank(revs[i]) < rank(revs[j])
+		}
+		return revs[i] < revs[j]
+	})
+	var out []*Node
+	for _, r := range revs {
+		n := &Node{Name: "revision " + orDefault(r, "(unknown)"), Children: byRev[r]}
+		switch {
+		case r == update && r == other:
+			n.Info = otherRole + " and update revision"
+		case r == update:
+			n.Info = "update revision"
+		case r == other:
+			n.Info = otherRole + " revision"
+		}
+		n.Info = joinInfo(n.Info, plural(int32(len(byRev[r])), "pod", "pods"))
+		out = append(out, n)
+	}
+	return out
+}

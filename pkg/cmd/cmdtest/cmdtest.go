@@ -123,6 +123,7 @@ var listKinds = map[schema.GroupVersionResource]string{
 	v1alpha1.SchemeGroupVersion.WithResource("canaries"):          "CanaryList",
 	appsv1.SchemeGroupVersion.WithResource("deployments"):         "DeploymentList",
 	appsv1.SchemeGroupVersion.WithResource("statefulsets"):        "StatefulSetList",
+	appsv1.SchemeGroupVersion.WithResource("daemonsets"):          "DaemonSetList",
 	appsv1.SchemeGroupVersion.WithResource("replicasets"):         "ReplicaSetList",
 	appsv1.SchemeGroupVersion.WithResource("controllerrevisions"): "ControllerRevisionList",
 	corev1.SchemeGroupVersion.WithResource("pods"):                "PodList",

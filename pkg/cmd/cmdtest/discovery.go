@@ -25,6 +25,7 @@ var nativeResources = []*metav1.APIResourceList{
 	{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 		{Name: "deployments", SingularName: "deployment", Namespaced: true, Kind: "Deployment", ShortNames: []string{"deploy"}, Categories: []string{"all"}},
 		{Name: "statefulsets", SingularName: "statefulset", Namespaced: true, Kind: "StatefulSet", ShortNames: []string{"sts"}, Categories: []string{"all"}},
+		{Name: "daemonsets", SingularName: "daemonset", Namespaced: true, Kind: "DaemonSet", ShortNames: []string{"ds"}, Categories: []string{"all"}},
 		{Name: "replicasets", SingularName: "replicaset", Namespaced: true, Kind: "ReplicaSet", ShortNames: []string{"rs"}, Categories: []string{"all"}},
 		{Name: "controllerrevisions", SingularName: "controllerrevision", Namespaced: true, Kind: "ControllerRevision"},
 	}},

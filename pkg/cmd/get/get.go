@@ -39,6 +39,7 @@ var getText = verb.Text{
 		* canary: the batches, then the stable and the canary Deployment with their pods
 		* deploy (Deployment): the ReplicaSets (one per revision), then their pods
 		* sts (StatefulSet): the pods grouped by revision
+		* ds (DaemonSet): the pods grouped by revision, the update revision (the ControllerRevision that records its template) first
 
 		Pods are read with the workload's label selector, never by listing every pod of the
 		namespace, so get stays fast in busy namespaces.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history/historytest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -39,6 +40,7 @@ var (
 	deployK  = schema{"apps/v1", "Deployment"}
 	rsKind   = schema{"apps/v1", "ReplicaSet"}
 	stsKind  = schema{"apps/v1", "StatefulSet"}
+	dsKind   = schema{"apps/v1", "DaemonSet"}
 )
 
 func labels(kv ...string) map[string]string {
@@ -222,6 +224,7 @@ func stsObjects() []runtime.Object {
 // three pods on the new revision.
 func dsTargetObjects() []runtime.Object {
 	d := &appsv1.DaemonSet{ObjectMeta: meta("agents", "uid-agents", 72*time.Hour, nil, nil, schema{})}
+	d.Annotations = map[string]string{v1alpha1.AnnotationDaemonSetPartition: "2"}
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "agents")}
 	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 	d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 3, NumberAvailable: 3, UpdatedNumberScheduled: 1}
@@ -237,7 +240,30 @@ func dsTargetObjects() []runtime.Object {
 			{Index: 2, CanaryReplicas: 3, State: v1alpha1.BatchPending}}}
 	objs := []runtime.Object{c, d}
 	for i, h := range []string{"6b5d", "84f1", "6b5d"} {
-		objs = append(objs, pod("agents-"+string(rune('a'+i)), labels("app", "agents", appsv1.ControllerRevisionHashLabelKey, h), d, schema{"apps/v1", "DaemonSet"}, time.Hour, "ready", 0))
+		objs = append(objs, pod("agents-"+string(rune('a'+i)), labels("app", "agents", appsv1.ControllerRevisionHashLabelKey, h), d, dsKind, time.Hour, "ready", 0))
+	}
+	return objs
+}
+
+// dsObjects is DaemonSet collector rolling from fluentd:1.16 to 1.17 on three nodes: two pods
+// updated (one of them crashing), one left; a ControllerRevision another DaemonSet controls
+// records the same template.
+func dsObjects() []runtime.Object {
+	d := &appsv1.DaemonSet{ObjectMeta: meta("collector", "uid-collector", 72*time.Hour, nil, nil, schema{})}
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels("app", "collector")}
+	d.Spec.Template = historytest.PodTemplate("collector", "fluentd:1.17")
+	d.Spec.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
+	d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3, NumberReady: 2, NumberAvailable: 2, UpdatedNumberScheduled: 2}
+	objs := []runtime.Object{d,
+		historytest.NativeRevision("DaemonSet", "ds", "collector", "uid-other", "collector-9a9a", 3, "fluentd:1.17"),
+		historytest.NativeRevision("DaemonSet", "ds", "collector", "uid-collector", "collector-5f6c", 1, "fluentd:1.16"),
+		historytest.NativeRevision("DaemonSet", "ds", "collector", "uid-collector", "collector-7d8e", 2, "fluentd:1.17")}
+	for i, h := range []string{"5f6c", "7d8e", "7d8e"} {
+		state := "ready"
+		if i == 2 {
+			state = "crash"
+		}
+		objs = append(objs, pod("collector-"+string(rune('a'+i)), labels("app", "collector", appsv1.ControllerRevisionHashLabelKey, h), d, dsKind, time.Hour, state, int32(i)))
 	}
 	return objs
 }
@@ -250,7 +276,7 @@ func TestGet(t *testing.T) {
 		}
 		return out
 	}
-	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(), []runtime.Object{tappCanary()}, dsTargetObjects(),
+	objs := all(tappObjects(), udObjects(), canaryObjects(), stsObjects(), []runtime.Object{tappCanary()}, dsTargetObjects(), dsObjects(),
 		deployment("front", 2, labels("app", "front"), nil, []rev{{"aaaa", []string{"front-aaaa-1"}}, {"bbbb", []string{"front-bbbb-1", "front-bbbb-2"}}}))
 	tests := []struct {
 		name string
@@ -265,6 +291,7 @@ func TestGet(t *testing.T) {
 		{"canary-daemonset-target-tree", []string{"canary/agents"}},
 		{"deploy-tree", []string{"deploy/front"}},
 		{"sts-tree", []string{"sts/db"}},
+		{"ds-tree", []string{"ds/collector"}},
 		{"tapp-name", []string{"tapp/web", "-o", "name"}},
 		{"canary-yaml", []string{"canary/checkout", "-o", "yaml"}},
 		{"sts-json", []string{"sts/db", "-o", "json"}},
@@ -286,8 +313,8 @@ func TestGet(t *testing.T) {
 
 // Reads never list every pod of the namespace: every pod list carries a label selector.
 func TestGetListsPodsBySelectorOnly(t *testing.T) {
-	objs := append(append(tappObjects(), udObjects()...), canaryObjects()...)
-	for _, args := range [][]string{{"tapp/web"}, {"ud/orders"}, {"canary/checkout"}} {
+	objs := append(append(append(tappObjects(), udObjects()...), canaryObjects()...), dsObjects()...)
+	for _, args := range [][]string{{"tapp/web"}, {"ud/orders"}, {"canary/checkout"}, {"ds/collector"}} {
 		res := cmdtest.Run(t, NewCmdGet, objs, args...)
 		if res.Code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, res.Code, res.Fatal)

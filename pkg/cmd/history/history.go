@@ -29,7 +29,7 @@ var historyText = verb.Text{
 		first, with the current one marked.
 
 		* ud (UnitedDeployment): its ControllerRevisions, selected by the label apps.workload.dev/united-deployment=NAME.
-		* sts (StatefulSet): its ControllerRevisions, selected by the StatefulSet's selector.
+		* sts (StatefulSet) and ds (DaemonSet): its ControllerRevisions, selected by the workload's selector.
 		* deploy (Deployment): its ReplicaSets, selected by the Deployment's selector, numbered by their deployment.kubernetes.io/revision annotation.
 		* tapp: its ControllerRevisions, selected by the labels app.kubernetes.io/managed-by=workload-agent and tapp.apps.workload.dev/name=NAME; each holds spec.template and spec.templatePool (pool images shown as ENTRY/CONTAINER=IMAGE).
 

@@ -20,6 +20,8 @@ func TestHistory(t *testing.T) {
 		{"ud-no-revisions-json", []string{"ud/fresh", "-o", "json"}},
 		{"statefulset", []string{"sts/db"}},
 		{"statefulset-revision-yaml", []string{"sts/db", "--revision=1", "-o", "yaml"}},
+		{"daemonset", []string{"ds/agents"}},
+		{"daemonset-revision", []string{"daemonsets/agents", "--revision", "1"}},
 		{"deployment", []string{"deploy/front"}},
 		{"deployment-revision", []string{"deploy/front", "--revision", "2"}},
 		{"tapp", []string{"tapp/web"}},

@@ -32,9 +32,11 @@ var (
 		* tapp: spec.template, or the templatePool entry named by spec.defaultTemplateName when that is set (what instances without their own assignment run); --template NAME picks a templatePool entry.
 		* ud: the pod template of the subset template in use (statefulSetTemplate, deploymentTemplate or tappTemplate).
 		* canary: spec.canary.template, the template being released.
-		* deploy, sts: spec.template.
+		* deploy, sts, ds: spec.template.
 
-		Deployments and StatefulSets get a strategic merge patch (containers merged by name).
+		Deployments, StatefulSets and DaemonSets get a strategic merge patch (containers merged
+		by name); on one a Canary releases in place (spec.targetRef), the line says that the
+		Canary releases the change through its steps.
 		Our custom resources accept no strategic merge patch, so they get a JSON patch that
 		replaces each image by container index after testing that the container at that index
 		still has that name. The agent records every template change of a TApp (for history and
@@ -102,8 +104,8 @@ func (o *ImageOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []st
 
 // Run reads the object, resolves the containers and sends the patch.
 func (o *ImageOptions) Run(ctx context.Context) error {
-	// A StatefulSet or Deployment a Canary targets keeps its pods: the line says who releases
-	// them. A Deployment a Canary scales as its stable or canary one is refused.
+	// A workload a Canary targets keeps its pods: the line says who releases them. A
+	// Deployment a Canary scales as its stable or canary one is refused.
 	holder, err := workload.HeldTarget(ctx, o.Client, o.Namespace, o.Ref, "set image on")
 	if err != nil {
 		return err

@@ -73,7 +73,18 @@ func objects() []runtime.Object {
 	shelfDeploy.Spec.Template = template("app", "shelf:1")
 	shelfCanary := &appsv1.Deployment{ObjectMeta: meta("shelf-canary")}
 	shelfCanary.Spec.Template = template("app", "shelf:2")
-	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held, arcade, arcadeCanary, shelf, shelfDeploy, shelfCanary}
+
+	// DaemonSet agents rolls by itself; Canary logs holds DaemonSet logs.
+	agents := &appsv1.DaemonSet{ObjectMeta: meta("agents")}
+	agents.Spec.Template = template("fluentd", "fluentd:1.16")
+	logs := &appsv1.DaemonSet{ObjectMeta: meta("logs")}
+	logs.Annotations = map[string]string{v1alpha1.AnnotationDaemonSetPartition: "3"}
+	logs.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
+	logs.Spec.Template = template("vector", "vector:0.40")
+	logsCanary := &v1alpha1.Canary{ObjectMeta: meta("logs")}
+	logsCanary.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: "logs"}
+	return []runtime.Object{web, plain, pooled, orders, games, checkout, ledger, front, db, held, arcade, arcadeCanary, shelf, shelfDeploy, shelfCanary,
+		agents, logs, logsCanary}
 }
 
 func TestSetImage(t *testing.T) {
@@ -107,6 +118,11 @@ func TestSetImage(t *testing.T) {
 		{"statefulset-released-by-canary", []string{"sts/db", "postgres=postgres:16"}, false},
 		{"tapp-released-by-canary", []string{"tapp/arcade", "app=arcade:2"}, false},
 		{"deployment-released-by-canary", []string{"deploy/shelf", "app=shelf:2"}, false},
+		{"daemonset", []string{"ds/agents", "fluentd=fluentd:1.17"}, false},
+		{"daemonset-dry-run-client", []string{"daemonsets/agents", "fluentd=fluentd:1.17", "--dry-run=client"}, true},
+		{"daemonset-dry-run-server", []string{"ds/agents", "*=fluentd:1.17", "--dry-run=server"}, false},
+		{"daemonset-released-by-canary", []string{"ds/logs", "vector=vector:0.41"}, false},
+		{"error-canary-with-daemonset-target", []string{"canary/logs", "vector=vector:0.41"}, false},
 		{"error-temporary-canary-deployment", []string{"deploy/shelf-canary", "app=shelf:3"}, false},
 		{"error-unknown-container", []string{"tapp/web", "app=nginx:1.26", "db=postgres:16"}, false},
 		{"error-unknown-container-in-pool", []string{"tapp/web", "log=fluent:2", "--template", "canary"}, false},

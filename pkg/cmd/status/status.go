@@ -68,7 +68,12 @@ var statusText = verb.Text{
 		* 2: --timeout passed first
 		* 3: without --watch, the rollout is still progressing, or paused
 
-		Works on tapp, ud (UnitedDeployment), canary, deploy (Deployment) and sts (StatefulSet).`),
+		A workload a Canary releases names that Canary and where its release stands. A DaemonSet
+		with the OnDelete update strategy updates a pod only when it is deleted: it is paused
+		until someone (or the Canary that holds it) deletes its old pods.
+
+		Works on tapp, ud (UnitedDeployment), canary, deploy (Deployment), sts (StatefulSet) and
+		ds (DaemonSet).`),
 
 	Example: templates.Examples(`
 		# Show where a canary release stands
@@ -142,7 +147,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if k := o.Ref.Kind.Name; k != workload.Canary.Name {
 		// A workload a Canary releases says so: its rollout is the Canary's to drive.
 		if h, err := workload.CanaryHolding(ctx, o.Client, o.Namespace, k, o.Ref.Name); err == nil && h != nil {
-			o.held = fmt.Sprintf("%s %s of canary/%s: see kubectl workload status canary/%s", h.Role, k, h.Canary, h.Canary)
+			at := ""
+			if h.Step != "" {
+				at = ", " + h.Step
+			}
+			o.held = fmt.Sprintf("%s %s of canary/%s%s: see kubectl workload status canary/%s", h.Role, k, h.Canary, at, h.Canary)
 		}
 	}
 	st = o.note(st)

@@ -176,6 +176,35 @@ func sts(mutate func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
 	return s
 }
 
+// ds is a DaemonSet on 3 nodes at generation 4, rolling its pods: 1 updated, 2 available.
+func ds(mutate func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
+	d := &appsv1.DaemonSet{ObjectMeta: meta("agents", 4)}
+	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}
+	d.Status = appsv1.DaemonSetStatus{ObservedGeneration: 4, DesiredNumberScheduled: 3, CurrentNumberScheduled: 3,
+		NumberReady: 2, NumberAvailable: 2, UpdatedNumberScheduled: 1}
+	if mutate != nil {
+		mutate(d)
+	}
+	return d
+}
+
+// dsDone has every pod of the DaemonSet updated and available.
+func dsDone(d *appsv1.DaemonSet) {
+	d.Status.NumberReady, d.Status.NumberAvailable, d.Status.UpdatedNumberScheduled = 3, 3, 3
+}
+
+// dsOnDelete has the DaemonSet use OnDelete with 1 of its 3 available pods updated.
+func dsOnDelete(d *appsv1.DaemonSet) {
+	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+	d.Status.NumberReady, d.Status.NumberAvailable = 3, 3
+}
+
+// dsHeld is dsOnDelete as a Canary holds it, with 2 pods kept on the stable revision.
+func dsHeld(d *appsv1.DaemonSet) {
+	dsOnDelete(d)
+	d.Annotations = map[string]string{v1alpha1.AnnotationDaemonSetPartition: "2"}
+}
+
 func TestStatusOnce(t *testing.T) {
 	tests := []struct {
 		name string
@@ -265,6 +294,12 @@ func TestStatusOnce(t *testing.T) {
 			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "batch 1/4: 1 of 1 canary pods available, stable at 4"
 			c.Status.Target = &v1alpha1.CanaryTargetStatus{StableRevision: "web-6b5d", UpdateRevision: "web-84f1", Partition: 4, UpdatedReplicas: 1, AvailableReplicas: 5}
 		}), []string{"canary/checkout"}},
+		{"ds-progressing", ds(nil), []string{"ds/agents"}},
+		{"ds-complete", ds(dsDone), []string{"daemonsets.apps/agents"}},
+		{"ds-stale", ds(func(d *appsv1.DaemonSet) { d.Generation = 5 }), []string{"ds/agents"}},
+		{"ds-updated-not-available", ds(func(d *appsv1.DaemonSet) { d.Status.UpdatedNumberScheduled = 3 }), []string{"ds/agents"}},
+		{"ds-on-delete", ds(dsOnDelete), []string{"ds/agents"}},
+		{"ds-on-delete-complete", ds(func(d *appsv1.DaemonSet) { dsOnDelete(d); dsDone(d) }), []string{"ds/agents"}},
 		{"canary-target-daemonset", canary(func(c *v1alpha1.Canary) {
 			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
 			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: "agents"}
@@ -387,6 +422,11 @@ func TestStatusWatch(t *testing.T) {
 		}}}, []string{"tapp/web", "-w"}},
 		{"watch-timeout", tapp(nil), nil, []string{"tapp/web", "-w", "--timeout=300ms"}},
 		{"watch-already-complete", tapp(tappComplete), nil, []string{"tapp/web", "-w"}},
+		{"watch-ds-to-complete", ds(nil), []watchStep{{events: modified(t,
+			ds(func(d *appsv1.DaemonSet) { d.Status.UpdatedNumberScheduled, d.Status.NumberAvailable = 2, 2 }),
+			ds(func(d *appsv1.DaemonSet) { d.Status.UpdatedNumberScheduled, d.Status.NumberAvailable = 3, 2 }),
+			ds(dsDone),
+		)}}, []string{"ds/agents", "-w"}},
 		{"watch-ud-to-complete", ud(nil), []watchStep{{events: modified(t,
 			ud(func(u *v1alpha1.UnitedDeployment) {
 				u.Generation, u.Spec.UpdateStrategy.ManualUpdate.Partitions["zone-b"] = 5, 0
@@ -421,6 +461,8 @@ func resourceOf(obj runtime.Object) string {
 		return "uniteddeployments"
 	case *v1alpha1.Canary:
 		return "canaries"
+	case *appsv1.DaemonSet:
+		return "daemonsets"
 	}
 	return "deployments"
 }
@@ -503,4 +545,31 @@ func TestStatusOfATAppHeldByACanary(t *testing.T) {
 	})
 	res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{tapp(nil), c}, "tapp/web")
 	cmdtest.Golden(t, "tapp-held-by-canary", res.Transcript())
+}
+
+// A DaemonSet a Canary holds says which Canary releases it and where that release stands; its
+// own line says how many pods the Canary keeps on the stable revision.
+func TestStatusOfADaemonSetHeldByACanary(t *testing.T) {
+	c := canary(func(c *v1alpha1.Canary) {
+		c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+		c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: "agents"}
+	})
+	for _, tt := range []struct {
+		name string
+		obj  *appsv1.DaemonSet
+		args []string
+	}{
+		{"ds-held-by-canary", ds(dsHeld), []string{"ds/agents"}},
+		// 1 pod updated of the 3 - 1 the step asks for: the agent is deleting old pods.
+		{"ds-released-by-canary", ds(func(d *appsv1.DaemonSet) {
+			dsHeld(d)
+			d.Annotations[v1alpha1.AnnotationDaemonSetPartition] = "1"
+		}), []string{"ds/agents"}},
+		{"ds-held-by-canary-success-on-pause", ds(dsHeld), []string{"ds/agents", "-w", "--success-on-pause"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{tt.obj, c}, tt.args...)
+			cmdtest.Golden(t, tt.name, res.Transcript())
+		})
+	}
 }

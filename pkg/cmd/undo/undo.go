@@ -22,7 +22,7 @@ var (
 		'kubectl workload history'). The agent (or kube-controller-manager) then rolls the pods
 		as for any other template change, honouring partitions and pauses.
 
-		* ud (UnitedDeployment) and sts (StatefulSet): spec.template is restored from a ControllerRevision.
+		* ud (UnitedDeployment), sts (StatefulSet) and ds (DaemonSet): spec.template is restored from a ControllerRevision. A StatefulSet or DaemonSet a Canary holds keeps its pods: the Canary releases the restored template through its steps.
 		* deploy (Deployment): spec.template is restored from a ReplicaSet, without its pod-template-hash label. A paused Deployment is refused: resume it first.
 		* tapp: spec.template and spec.templatePool are restored from a ControllerRevision the agent recorded (whoever changed the TApp: kubectl apply, edit, patch or set image); the agent records the restored templates as the newest revision, so a second undo goes back again.
 

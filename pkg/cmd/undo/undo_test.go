@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,10 @@ func TestUndo(t *testing.T) {
 		{"ud-to-revision", []string{"ud/orders", "--to-revision=1"}, false},
 		{"ud-to-current-revision", []string{"ud/orders", "--to-revision=3"}, true},
 		{"statefulset", []string{"sts/db"}, false},
+		{"daemonset", []string{"ds/agents"}, false},
+		{"daemonset-to-current", []string{"ds/agents", "--to-revision=2"}, true},
+		{"daemonset-dry-run-client", []string{"ds/agents", "--dry-run=client"}, true},
+		{"daemonset-dry-run-server", []string{"ds/agents", "--to-revision", "1", "--dry-run=server"}, false},
 		{"deployment", []string{"deploy/front"}, false},
 		{"deployment-to-revision", []string{"deploy/front", "--to-revision", "1"}, false},
 		{"tapp", []string{"tapp/web"}, false},
@@ -78,6 +83,12 @@ func TestUndoStored(t *testing.T) {
 	tpl, _ = storedTemplate(t, res, workload.UnitedDeployment, "orders", "spec", "template", "statefulSetTemplate", "spec", "template")
 	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("orders", "orders:1")); got != want {
 		t.Errorf("ud template %s, want %s", got, want)
+	}
+
+	res = cmdtest.Run(t, NewCmdUndo, historytest.Objects(), "ds/agents")
+	tpl, _ = storedTemplate(t, res, workload.DaemonSet, "agents", "spec", "template")
+	if got, want := mustJSON(t, tpl), mustJSON(t, historytest.PodTemplate("agents", "fluentd:1.16")); got != want {
+		t.Errorf("daemonset template %s, want %s", got, want)
 	}
 
 	res = cmdtest.Run(t, NewCmdUndo, historytest.Objects(), "tapp/web")
@@ -150,13 +161,40 @@ func TestUndoDeploymentTargetedByACanary(t *testing.T) {
 	cn := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "shelf", Namespace: cmdtest.Namespace}}
 	cn.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "held"}
 	objects := append(historytest.Objects(), runtime.Object(cn))
-	res := cmdtest.Run(t, NewCmdUndo, objects, "deploy/held")
-	cmdtest.Golden(t, "deployment-targeted-by-canary", res.Transcript())
+	undoHeld(t, objects, workload.Deployment, "held", "deployment-targeted-by-canary", "nginx:1.25")
+}
+
+// undoHeld runs undo on a workload a Canary targets, compares its transcript with the golden
+// file, checks that the stored template runs image again and returns the stored annotations.
+func undoHeld(t *testing.T, objects []runtime.Object, k workload.Kind, name, golden, image string) map[string]string {
+	t.Helper()
+	res := cmdtest.Run(t, NewCmdUndo, objects, k.Short+"/"+name)
+	cmdtest.Golden(t, golden, res.Transcript())
 	if res.Code != 0 {
 		t.Fatalf("exit %d", res.Code)
 	}
-	tpl, _ := storedTemplate(t, res, workload.Deployment, "held", "spec", "template")
-	if got := tpl.Spec.Containers[0].Image; got != "nginx:1.25" {
-		t.Errorf("template runs %s, want nginx:1.25 back", got)
+	tpl, ann := storedTemplate(t, res, k, name, "spec", "template")
+	if got := tpl.Spec.Containers[0].Image; got != image {
+		t.Errorf("template runs %s, want %s back", got, image)
+	}
+	return ann
+}
+
+// A DaemonSet a Canary holds (OnDelete, its partition annotation) is undone as a held
+// StatefulSet is: the previous template is written, with no look-up of the Canaries, and the
+// Canary releases it through its steps; the hold is left as it was.
+func TestUndoDaemonSetHeldByACanary(t *testing.T) {
+	cn := &v1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "logs", Namespace: cmdtest.Namespace}}
+	cn.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: "agents"}
+	objects := []runtime.Object{cn}
+	for _, o := range historytest.Objects() {
+		if d, ok := o.(*appsv1.DaemonSet); ok {
+			d.Annotations = map[string]string{v1alpha1.AnnotationDaemonSetPartition: "3"}
+		}
+		objects = append(objects, o)
+	}
+	ann := undoHeld(t, objects, workload.DaemonSet, "agents", "daemonset-held-by-canary", "fluentd:1.16")
+	if got := ann[v1alpha1.AnnotationDaemonSetPartition]; got != "3" {
+		t.Errorf("partition annotation %q, want the hold's 3 left alone", got)
 	}
 }

@@ -159,4 +159,12 @@ const (
 	// whether a workload carries the current spec.template; this annotation tells whether it
 	// carries the current topology of its subset.
 	AnnotationSubsetHash = "apps.workload.dev/subset-hash"
+	// AnnotationDaemonSetPartition, on a DaemonSet a Canary holds (spec.targetRef), is the
+	// number of its pods the agent keeps on the stable revision: a DaemonSet has no partition
+	// of its own, and the plugin reads the step's from here.
+	AnnotationDaemonSetPartition = "apps.workload.dev/daemonset-partition"
+	// AnnotationDaemonSetUpdateStrategy, on a DaemonSet a Canary holds, is its
+	// spec.updateStrategy (JSON) as it was before the hold, written back when the Canary lets
+	// it go.
+	AnnotationDaemonSetUpdateStrategy = "apps.workload.dev/daemonset-update-strategy"
 )

@@ -59,16 +59,27 @@ func udRevision(name string, number int64, image, ownerUID string) *appsv1.Contr
 
 // stsRevision is a ControllerRevision as the StatefulSet controller writes it.
 func stsRevision(name string, number int64, image string) *appsv1.ControllerRevision {
+	return NativeRevision("StatefulSet", "sts", "db", "sts-uid", name, number, image)
+}
+
+// DSRevision is a ControllerRevision of ds/agents as the DaemonSet controller writes it.
+func DSRevision(name string, number int64, image string) *appsv1.ControllerRevision {
+	return NativeRevision("DaemonSet", "ds", "agents", "ds-uid", name, number, image)
+}
+
+// NativeRevision is a ControllerRevision of workload app (its kind, short name and uid) as the
+// StatefulSet and DaemonSet controllers write it: a patch that replaces spec.template.
+func NativeRevision(kind, short, app, uid, name string, number int64, image string) *appsv1.ControllerRevision {
 	tpl := map[string]interface{}{}
-	if err := json.Unmarshal(mustJSON(PodTemplate("db", image)), &tpl); err != nil {
+	if err := json.Unmarshal(mustJSON(PodTemplate(app, image)), &tpl); err != nil {
 		panic(err)
 	}
 	tpl["$patch"] = "replace"
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace,
-			Labels:          map[string]string{"app": "db", "controller.kubernetes.io/hash": name[len("db-"):]},
-			Annotations:     map[string]string{"kubernetes.io/change-cause": "kubectl set image sts/db app=" + image},
-			OwnerReferences: owner("StatefulSet", "db", "sts-uid")},
+			Labels:          map[string]string{"app": app, "controller.kubernetes.io/hash": name[len(app+"-"):]},
+			Annotations:     map[string]string{"kubernetes.io/change-cause": "kubectl set image " + short + "/" + app + " app=" + image},
+			OwnerReferences: owner(kind, app, uid)},
 		Data:     runtime.RawExtension{Raw: mustJSON(map[string]interface{}{"spec": map[string]interface{}{"template": tpl}})},
 		Revision: number,
 	}
@@ -108,6 +119,8 @@ func replicaSet(deploy, uid, hash string, number int, image string) *appsv1.Repl
 //   - ud/orders on revision 3 of 3 (orders:1, orders:2, orders:3), plus a revision with its
 //     label left by a deleted UnitedDeployment of the same name; ud/fresh without revisions;
 //   - sts/db on revision 2 of 2 (postgres:15, postgres:16);
+//   - ds/agents on revision 2 of 2 (fluentd:1.16, fluentd:1.17), with the OnDelete update
+//     strategy;
 //   - deploy/front on revision 3 of 3 (nginx:1.24, 1.25 with a change cause, 1.26), plus a
 //     ReplicaSet its selector matches but another Deployment controls; deploy/held, paused;
 //   - tapp/web on revision 2 of 2 (nginx:1.24, nginx:1.25), still carrying the
@@ -125,6 +138,11 @@ func Objects() []runtime.Object {
 	db := &appsv1.StatefulSet{ObjectMeta: meta("db", "sts-uid", nil)}
 	db.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	db.Spec.Template = PodTemplate("db", "postgres:16")
+
+	agents := &appsv1.DaemonSet{ObjectMeta: meta("agents", "ds-uid", nil)}
+	agents.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agents"}}
+	agents.Spec.Template = PodTemplate("agents", "fluentd:1.17")
+	agents.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
 
 	front := &appsv1.Deployment{ObjectMeta: meta("front", "d-uid", nil)}
 	front.Annotations = map[string]string{"deployment.kubernetes.io/revision": "3"}
@@ -156,7 +174,7 @@ func Objects() []runtime.Object {
 	heldRS1 := replicaSet("held", "held-uid", "h1", 1, "nginx:1.25")
 	heldRS2 := replicaSet("held", "held-uid", "h2", 2, "nginx:1.26")
 
-	return []runtime.Object{orders, fresh, db, front, held, web, plain, pooled, canary,
+	return []runtime.Object{orders, fresh, db, agents, front, held, web, plain, pooled, canary,
 		udRevision("orders-aaa", 1, "orders:1", "ud-uid"),
 		udRevision("orders-bbb", 2, "orders:2", "ud-uid"),
 		udRevision("orders-ccc", 3, "orders:3", "ud-uid"),
@@ -167,6 +185,8 @@ func Objects() []runtime.Object {
 		TAppRevision("pooled", "pooled-uid", "111", 1, "nginx:1.25", "nginx:2.0"),
 		TAppRevision("pooled", "pooled-uid", "222", 2, "nginx:1.25", "nginx:2.1"),
 		stsRevision("db-222", 2, "postgres:16"),
+		DSRevision("agents-5f6c", 1, "fluentd:1.16"),
+		DSRevision("agents-7d8e", 2, "fluentd:1.17"),
 		frontRS1, frontRS2, frontRS3, stranger, heldRS1, heldRS2,
 	}
 }
