@@ -38,12 +38,6 @@ import (
 
 const (
 	kindDaemonSet = "DaemonSet"
-	// annotationDaemonSetPartition, on a held DaemonSet, is the number of its pods the agent
-	// keeps on the stable revision (the partition of the step).
-	annotationDaemonSetPartition = "apps.workload.dev/daemonset-partition"
-	// annotationDaemonSetStrategy, on a held DaemonSet, is its spec.updateStrategy (JSON) as it
-	// was before a Canary held it: written back when the Canary lets it go.
-	annotationDaemonSetStrategy = "apps.workload.dev/daemonset-update-strategy"
 	// daemonSetReadTimeout bounds the reads of a sync (targetKind.get has no context).
 	daemonSetReadTimeout = 30 * time.Second
 )
@@ -219,7 +213,7 @@ func (t *daemonSetTarget) held() int32 {
 	if !t.isHeld() {
 		return 0
 	}
-	n, err := strconv.ParseInt(t.Annotations[annotationDaemonSetPartition], 10, 32)
+	n, err := strconv.ParseInt(t.Annotations[v1alpha1.AnnotationDaemonSetPartition], 10, 32)
 	if err != nil {
 		return 0
 	}
@@ -228,7 +222,7 @@ func (t *daemonSetTarget) held() int32 {
 
 // isHeld says the agent holds the DaemonSet: updateStrategy OnDelete with its partition.
 func (t *daemonSetTarget) isHeld() bool {
-	_, ok := t.Annotations[annotationDaemonSetPartition]
+	_, ok := t.Annotations[v1alpha1.AnnotationDaemonSetPartition]
 	return ok && t.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
 }
 
@@ -272,13 +266,13 @@ func (t *daemonSetTarget) write(ctx context.Context, c *Controller, _ *v1alpha1.
 // DaemonSet had (the first time) for when the Canary lets it go.
 func (t *daemonSetTarget) hold(ctx context.Context, c *Controller, partition int32) (string, error) {
 	ds := t.DaemonSet
-	annotations := map[string]string{annotationDaemonSetPartition: strconv.Itoa(int(partition))}
-	if _, ok := ds.Annotations[annotationDaemonSetStrategy]; !ok {
+	annotations := map[string]string{v1alpha1.AnnotationDaemonSetPartition: strconv.Itoa(int(partition))}
+	if _, ok := ds.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy]; !ok {
 		orig, err := json.Marshal(ds.Spec.UpdateStrategy)
 		if err != nil {
 			return "", err
 		}
-		annotations[annotationDaemonSetStrategy] = string(orig)
+		annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy] = string(orig)
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": annotations},
@@ -302,7 +296,7 @@ func (t *daemonSetTarget) hold(ctx context.Context, c *Controller, partition int
 // surges instead has maxUnavailable 0: the agent cannot surge a node's pod).
 func (t *daemonSetTarget) maxUnavailable() int32 {
 	strategy := t.Spec.UpdateStrategy
-	if s, ok := t.Annotations[annotationDaemonSetStrategy]; ok {
+	if s, ok := t.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy]; ok {
 		strategy = appsv1.DaemonSetUpdateStrategy{}
 		_ = json.Unmarshal([]byte(s), &strategy) // unreadable: the default below
 	}
@@ -418,7 +412,7 @@ func (daemonSetKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha
 	if err != nil {
 		return fmt.Errorf("reading DaemonSet %s: %w", name, err)
 	}
-	orig, held := ds.Annotations[annotationDaemonSetStrategy]
+	orig, held := ds.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy]
 	if !held {
 		return nil
 	}
@@ -433,7 +427,7 @@ func (daemonSetKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha
 		strategy = json.RawMessage(orig)
 	}
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{annotationDaemonSetPartition: nil, annotationDaemonSetStrategy: nil}},
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationDaemonSetPartition: nil, v1alpha1.AnnotationDaemonSetUpdateStrategy: nil}},
 		"spec":     map[string]any{"updateStrategy": strategy},
 	})
 	if err != nil {

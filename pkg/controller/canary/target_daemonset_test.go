@@ -45,8 +45,8 @@ func agentsDS(update string, partition *int32, pods []*corev1.Pod) *appsv1.Daemo
 		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 4, CurrentNumberScheduled: 4},
 	}
 	if partition != nil {
-		ds.Annotations[annotationDaemonSetPartition] = fmt.Sprint(*partition)
-		ds.Annotations[annotationDaemonSetStrategy] = `{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}`
+		ds.Annotations[v1alpha1.AnnotationDaemonSetPartition] = fmt.Sprint(*partition)
+		ds.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy] = `{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}`
 		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 	}
 	for _, p := range pods {
@@ -268,7 +268,7 @@ func TestDaemonSetDeletionsWithinMaxUnavailable(t *testing.T) {
 }
 
 func withMaxUnavailable(t *daemonSetTarget, mu string) *daemonSetTarget {
-	t.Annotations[annotationDaemonSetStrategy] = fmt.Sprintf(`{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":%q}}`, mu)
+	t.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy] = fmt.Sprintf(`{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":%q}}`, mu)
 	return t
 }
 
