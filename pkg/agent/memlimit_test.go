@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,27 @@ func TestDecideGCPercent(t *testing.T) {
 		if got != tc.want || source != tc.source {
 			t.Errorf("%+v: got %d (%s)", tc, got, source)
 		}
+	}
+}
+
+// applyGCPercent sets the runtime's GOGC from the flag, and leaves it alone when $GOGC is set.
+func TestApplyGCPercent(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+
+	t.Setenv("GOGC", "")
+	if source := applyGCPercent(37); source != "--gc-percent=37" {
+		t.Errorf("source %q", source)
+	}
+	if got := debug.SetGCPercent(100); got != 37 {
+		t.Errorf("GOGC after --gc-percent=37: %d", got)
+	}
+
+	t.Setenv("GOGC", "80")
+	if source := applyGCPercent(37); source != "GOGC=80" {
+		t.Errorf("source %q", source)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC changed to %d although $GOGC is set", got)
 	}
 }

@@ -543,24 +543,34 @@ func (a *Agent) RSSParts() (anon, file int64, err error) {
 }
 
 // CPUTime returns the CPU time the running agent has used, user and system, from
-// /proc/<pid>/stat (clock ticks of 1/100 s, the value of USER_HZ on Linux).
+// /proc/<pid>/stat.
 func (a *Agent) CPUTime() (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid()))
 	if err != nil {
 		return 0, err
 	}
-	// The command name, field 2, is in parentheses and may hold spaces: count from after it.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", a.Pid(), b)
+	return statCPU(string(b))
+}
+
+// statCPU reads utime and stime (fields 14 and 15, clock ticks of 1/100 s, USER_HZ on Linux)
+// of a /proc/<pid>/stat line.
+func statCPU(stat string) (time.Duration, error) {
+	// The command name, field 2, is in parentheses and may hold spaces and parentheses: count
+	// from after its last ")".
+	i := strings.LastIndex(stat, ") ")
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/PID/stat: unexpected %q", stat)
 	}
-	// utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+	f := strings.Fields(stat[i+2:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/PID/stat: unexpected %q", stat)
+	}
+	// utime and stime are fields 12 and 13 after the name.
 	var ticks int64
 	for _, v := range f[11:13] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", a.Pid(), err)
+			return 0, fmt.Errorf("/proc/PID/stat: %w", err)
 		}
 		ticks += n
 	}

@@ -170,3 +170,21 @@ func TestWaitFailsFastWhenTheAgentExits(t *testing.T) {
 		t.Errorf("exit code %d, want 2", code)
 	}
 }
+
+// utime (14th field) and stime (15th) are summed; a command name with spaces and parentheses
+// does not shift them.
+func TestStatCPU(t *testing.T) {
+	line := "4242 (workload (a) gent) S 1 4242 4242 0 -1 4194560 9055 0 0 0 1234 56 0 0 20 0 9 0 100 0 0\n"
+	got, err := statCPU(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 12900 * time.Millisecond; got != want {
+		t.Errorf("statCPU = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"", "4242 (x) S 1 2", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 eleven 12 13"} {
+		if _, err := statCPU(bad); err == nil {
+			t.Errorf("statCPU(%q) accepted", bad)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -404,4 +405,45 @@ func nonIncreasing(s []int32) bool {
 		}
 	}
 	return true
+}
+
+// createTargetedCanary creates Canary n releasing the workload kind/target (replicas pods) in
+// place, through steps under checks.
+func (e *env) createTargetedCanary(n, kind, target string, replicas int32, checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {
+	e.T.Helper()
+	c := &v1alpha1.Canary{
+		ObjectMeta: metav1.ObjectMeta{Name: n},
+		Spec: v1alpha1.CanarySpec{
+			Replicas:  replicas,
+			TargetRef: &v1alpha1.CanaryTargetRef{Kind: kind, Name: target},
+			Steps:     steps,
+			Analysis:  checks,
+		},
+	}
+	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// waitProgressing waits for the Canary to have observed its spec and reached phase with the
+// Progressing reason.
+func (e *env) waitProgressing(phase v1alpha1.CanaryPhase, reason string) *v1alpha1.Canary {
+	e.T.Helper()
+	return e.waitCanary(fmt.Sprintf("phase %s (%s)", phase, reason), func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == phase && p != nil && p.Reason == reason
+	})
+}
+
+// waitDegraded waits for Canary n to be Degraded with reason.
+func (e *env) waitDegraded(n, reason string) {
+	e.T.Helper()
+	e.Eventually("Canary "+n+" Degraded "+reason, func() (bool, string) {
+		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, n, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+		return c.Status.Phase == v1alpha1.CanaryDegraded && d != nil && d.Reason == reason, describe(c)
+	})
 }

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -147,26 +146,12 @@ func (e *dsEnv) images() map[string]int {
 
 func (e *dsEnv) createDSCanary(canaryName string, checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {
 	e.T.Helper()
-	c := &v1alpha1.Canary{
-		ObjectMeta: metav1.ObjectMeta{Name: canaryName},
-		Spec: v1alpha1.CanarySpec{
-			Replicas:  e.nodes,
-			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "DaemonSet", Name: dsName},
-			Steps:     steps,
-			Analysis:  checks,
-		},
-	}
-	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e.createTargetedCanary(canaryName, "DaemonSet", dsName, e.nodes, checks, steps...)
 }
 
 func (e *dsEnv) waitPhase(phase v1alpha1.CanaryPhase, reason string) *v1alpha1.Canary {
 	e.T.Helper()
-	return e.waitCanary(fmt.Sprintf("phase %s (%s)", phase, reason), func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
-		p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == phase && p != nil && p.Reason == reason
-	})
+	return e.waitProgressing(phase, reason)
 }
 
 // A release in 3 steps with a timed pause and a passing Job check completes; the next, whose
@@ -294,18 +279,6 @@ func TestDaemonSetTargetRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitDegraded(name, v1alpha1.ReasonTargetNotFound)
-}
-
-func (e *dsEnv) waitDegraded(canaryName, reason string) {
-	e.T.Helper()
-	e.Eventually("Canary "+canaryName+" Degraded "+reason, func() (bool, string) {
-		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, canaryName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
-		return c.Status.Phase == v1alpha1.CanaryDegraded && d != nil && d.Reason == reason, describe(c)
-	})
 }
 
 func (e *dsEnv) deleteCanary(canaryName string) {

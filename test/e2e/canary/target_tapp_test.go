@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -156,27 +155,13 @@ func (e *tappTargetEnv) tappImages() map[string]int {
 
 func (e *tappTargetEnv) createTAppCanary(checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {
 	e.T.Helper()
-	c := &v1alpha1.Canary{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.CanarySpec{
-			Replicas:  tappReplicas,
-			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "TApp", Name: tappName},
-			Steps:     steps,
-			Analysis:  checks,
-		},
-	}
-	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e.createTargetedCanary(name, "TApp", tappName, tappReplicas, checks, steps...)
 }
 
 // waitHolding waits for the Canary to hold the TApp between releases.
 func (e *tappTargetEnv) waitHolding() *v1alpha1.Canary {
 	e.T.Helper()
-	return e.waitCanary("Completed (Holding)", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
-		p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == v1alpha1.CanaryCompleted && p != nil && p.Reason == v1alpha1.ReasonHolding
-	})
+	return e.waitProgressing(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
 }
 
 // waitStep1Baking waits for step 1 to bake (its timed pause) with its instance updated.
@@ -265,19 +250,6 @@ func TestTAppTargetAgentKilledMidRelease(t *testing.T) {
 		t.Errorf("after the release: images %v", got)
 	}
 	e.waitTApp("held again", func(a *v1alpha1.TApp) bool { return tappPartitionOf(a) == tappReplicas })
-}
-
-// waitDegraded waits for Canary n to be Degraded with reason.
-func (e *tappTargetEnv) waitDegraded(n, reason string) {
-	e.T.Helper()
-	e.Eventually("Canary "+n+" Degraded "+reason, func() (bool, string) {
-		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, n, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
-		return c.Status.Phase == v1alpha1.CanaryDegraded && d != nil && d.Reason == reason, describe(c)
-	})
 }
 
 // A second Canary of the same TApp is refused with a condition, as is a paused TApp (until it

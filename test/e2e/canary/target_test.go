@@ -147,27 +147,13 @@ func (e *targetEnv) images() map[string]int {
 
 func (e *targetEnv) createTargetCanary(checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {
 	e.T.Helper()
-	c := &v1alpha1.Canary{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.CanarySpec{
-			Replicas:  stsReplicas,
-			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "StatefulSet", Name: stsName},
-			Steps:     steps,
-			Analysis:  checks,
-		},
-	}
-	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e.createTargetedCanary(name, "StatefulSet", stsName, stsReplicas, checks, steps...)
 }
 
 // waitTarget waits for the Canary to reach phase with the given Progressing reason.
 func (e *targetEnv) waitTarget(phase v1alpha1.CanaryPhase, reason string) *v1alpha1.Canary {
 	e.T.Helper()
-	return e.waitCanary(fmt.Sprintf("phase %s (%s)", phase, reason), func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
-		p := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == phase && p != nil && p.Reason == reason
-	})
+	return e.waitProgressing(phase, reason)
 }
 
 // A release in 3 steps with a timed pause and a passing Job check completes; the next, whose

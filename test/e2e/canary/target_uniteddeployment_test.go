@@ -199,24 +199,12 @@ func zoneStep(zone string, pause *v1alpha1.CanaryPause, checks ...string) v1alph
 
 func (e *zonesEnv) createZonesCanary(checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {
 	e.T.Helper()
-	c := &v1alpha1.Canary{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.CanarySpec{
-			Replicas:  udReplicas,
-			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "UnitedDeployment", Name: udName},
-			Steps:     steps,
-			Analysis:  checks,
-		},
-	}
-	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e.createTargetedCanary(name, "UnitedDeployment", udName, udReplicas, checks, steps...)
 }
 
 func (e *zonesEnv) waitHolding() *v1alpha1.Canary {
 	e.T.Helper()
-	te := &targetEnv{env: e.env}
-	return te.waitTarget(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
+	return e.waitProgressing(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
 }
 
 // Zone by zone: zone-a with a timed pause, zone-b under a passing Job check, then zone-c; the
