@@ -22,7 +22,7 @@ import (
 
 // startBake begins the bake of step k, whose pods just became available: the timed pause's
 // end, and a fresh status for each of the step's checks.
-func (r *reconciler) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
+func (r *plan) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
 	s := r.steps[k-1]
 	b.State = v1alpha1.BatchBaking
 	b.PauseEndTime = nil
@@ -54,8 +54,8 @@ func (r *reconciler) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
 // rebake sends a baking step back to Upgrading when spec.canary.template changed under it: its
 // pause and checks judged pods of the old template, so they start again once the new
 // template's pods are available. A step paused for a person stays paused (its pods roll).
-func (r *reconciler) rebake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
-	if b.State != v1alpha1.BatchBaking || r.canaryDep == nil || r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() {
+func (r *plan) rebake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
+	if b.State != v1alpha1.BatchBaking || !r.rel.templateChanged() {
 		return false
 	}
 	b.State, b.PauseEndTime, b.FinishTime = v1alpha1.BatchUpgrading, nil, nil
@@ -68,7 +68,7 @@ func (r *reconciler) rebake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 
 // bake moves step k through its bake as far as the checks and the clock allow, and reports
 // whether the step completed.
-func (r *reconciler) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
+func (r *plan) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 	s := r.steps[k-1]
 	promoted := r.canary.Spec.ApprovedBatch >= k
 	timed := s.pauseFor > 0 && !promoted && b.PauseEndTime != nil && r.now.Before(b.PauseEndTime)
@@ -107,7 +107,7 @@ func (r *reconciler) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 }
 
 // endBake completes step k and says why it could.
-func (r *reconciler) endBake(k int32, b *v1alpha1.CanaryBatchStatus, wasPaused, promoted bool) {
+func (r *plan) endBake(k int32, b *v1alpha1.CanaryBatchStatus, wasPaused, promoted bool) {
 	s, n := r.steps[k-1], len(r.steps)
 	b.State = v1alpha1.BatchCompleted
 	switch {
@@ -124,7 +124,7 @@ func (r *reconciler) endBake(k int32, b *v1alpha1.CanaryBatchStatus, wasPaused, 
 // for as long as the step bakes is concluded once the pause is over; a failed check aborts the
 // release. It reports whether a check is still measuring and which inconclusive checks (not
 // accepted by a promotion) hold the step.
-func (r *reconciler) judgeChecks(k int32, pauseOver, promoted bool) (measuring bool, inconclusive []string) {
+func (r *plan) judgeChecks(k int32, pauseOver, promoted bool) (measuring bool, inconclusive []string) {
 	for _, name := range r.steps[k-1].analysis {
 		st := r.checkStatus(name)
 		check := r.check(name)
@@ -158,7 +158,7 @@ func (r *reconciler) judgeChecks(k int32, pauseOver, promoted bool) (measuring b
 }
 
 // reportCheck sends the Event of a check that was just decided.
-func (r *reconciler) reportCheck(k int32, name string, before v1alpha1.AnalysisPhase, st *v1alpha1.AnalysisCheckStatus) {
+func (r *plan) reportCheck(k int32, name string, before v1alpha1.AnalysisPhase, st *v1alpha1.AnalysisCheckStatus) {
 	if before == st.Phase || st.Phase != v1alpha1.AnalysisSuccessful {
 		return // failures and inconclusive checks are reported by what they do to the release
 	}
@@ -166,7 +166,7 @@ func (r *reconciler) reportCheck(k int32, name string, before v1alpha1.AnalysisP
 }
 
 // previousPhase is the phase of the check named name in the status the sync read.
-func (r *reconciler) previousPhase(name string) v1alpha1.AnalysisPhase {
+func (r *plan) previousPhase(name string) v1alpha1.AnalysisPhase {
 	for _, st := range r.canary.Status.Analysis {
 		if st.Name == name {
 			return st.Phase
@@ -183,7 +183,7 @@ func openEnded(check *v1alpha1.AnalysisCheck) bool {
 
 // nextMeasurement is when a running check measures next: as this sync's measurement said, or
 // as its status says.
-func (r *reconciler) nextMeasurement(name string, v analysis.Verdict) time.Time {
+func (r *plan) nextMeasurement(name string, v analysis.Verdict) time.Time {
 	if m, ok := r.obs.measured[name]; ok && !m.next.IsZero() {
 		return m.next
 	}
@@ -191,72 +191,15 @@ func (r *reconciler) nextMeasurement(name string, v analysis.Verdict) time.Time 
 }
 
 // check is the check of spec.analysis named name, nil when there is none.
-func (r *reconciler) check(name string) *v1alpha1.AnalysisCheck {
+func (r *plan) check(name string) *v1alpha1.AnalysisCheck {
 	return findCheck(r.canary.Spec.Analysis, name)
-}
-
-// checkStatus is the status of the current step's check named name, nil when there is none.
-func (r *reconciler) checkStatus(name string) *v1alpha1.AnalysisCheckStatus {
-	for i := range r.status.Analysis {
-		if r.status.Analysis[i].Name == name {
-			return &r.status.Analysis[i]
-		}
-	}
-	return nil
-}
-
-// applyMeasurements puts this sync's measurements (taken before the plan, for the step the
-// status said was baking) into the status the plan works on.
-func (r *reconciler) applyMeasurements() {
-	for name, m := range r.obs.measured {
-		if st := r.checkStatus(name); st != nil {
-			*st = m.status
-		}
-	}
-}
-
-// requeueAt asks for another sync at t.
-func (r *reconciler) requeueAt(t time.Time) {
-	d := max(t.Sub(r.now.Time), time.Second) // the status has second precision: never spin
-	if r.requeueAfter == 0 || d < r.requeueAfter {
-		r.requeueAfter = d
-	}
-}
-
-// aborted reports whether the release was aborted by itself and not retried since.
-func (r *reconciler) aborted() bool {
-	a := r.status.Abort
-	return a != nil && a.Retries >= r.canary.Spec.Retries
-}
-
-// abort records that the release rolls back by itself, and why.
-func (r *reconciler) abort(reason, check, message string) {
-	r.status.Abort = &v1alpha1.CanaryAbort{
-		Reason: reason, Message: clip(message), Step: r.status.CurrentBatch, Check: check,
-		Retries: r.canary.Spec.Retries, Time: r.now,
-	}
-	r.event(corev1.EventTypeWarning, reason, "%s: rolling back", message)
-}
-
-// retry starts an aborted release again from step 1 once spec.retries rose above the retries
-// the abort recorded (kubectl workload retry).
-func (r *reconciler) retry() {
-	st := &r.status
-	if st.Abort == nil || st.Abort.Retries >= r.canary.Spec.Retries {
-		return
-	}
-	r.event(corev1.EventTypeNormal, v1alpha1.EventRetried,
-		"spec.retries is %d: the release aborted at step %d (%s) starts again from step 1", r.canary.Spec.Retries, st.Abort.Step, st.Abort.Reason)
-	st.Abort, st.CurrentBatch, st.Batches, st.Analysis = nil, 0, nil, nil
-	st.Phase = v1alpha1.CanaryProgressing // not rolling back any more: no second restart
-	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionProgressing)
 }
 
 // checkDeadline decides whether step k, still making its pods available, has taken longer than
 // spec.progressDeadlineSeconds. The clock starts when the step starts or when the release last
 // became Progressing (after spec.paused, a refused write), whichever is later; pauses and
 // analysis are not counted, since they happen in other states.
-func (r *reconciler) checkDeadline(k int32) {
+func (r *plan) checkDeadline(k int32) {
 	b := r.status.Batches[k-1]
 	if b.State != v1alpha1.BatchUpgrading || b.StartTime == nil {
 		return
@@ -279,7 +222,7 @@ func (r *reconciler) checkDeadline(k int32) {
 	}
 	r.stalled = true
 	msg := fmt.Sprintf("step %d/%d did not become available within progressDeadlineSeconds (%s): %d of %d canary pods available, stable at %d",
-		k, len(r.steps), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.canaryAvailable(), r.steps[k-1].canaryReplicas, r.stableReplicas())
+		k, len(r.steps), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.rel.canaryAvailable(), r.steps[k-1].canaryReplicas, r.rel.stableReplicas())
 	if r.canary.Spec.ProgressDeadlineAbort {
 		r.abort(v1alpha1.ReasonProgressDeadlineExceeded, "", msg)
 		return
@@ -290,17 +233,9 @@ func (r *reconciler) checkDeadline(k int32) {
 	r.deadlineMessage = msg
 }
 
-// clip keeps a message within the 2048 characters status.abort.message allows.
-func clip(s string) string {
-	if len(s) <= 2048 {
-		return s
-	}
-	return s[:2045] + "..."
-}
-
 // bakeProgress describes what step k's bake is waiting for: the rest of its pause and its
 // checks' counts.
-func (r *reconciler) bakeProgress(b v1alpha1.CanaryBatchStatus) string {
+func (r *plan) bakeProgress(b v1alpha1.CanaryBatchStatus) string {
 	var parts []string
 	if b.PauseEndTime != nil && r.now.Before(b.PauseEndTime) && r.canary.Spec.ApprovedBatch < b.Index {
 		// The end, not the time left: a message that changed every sync would be a status

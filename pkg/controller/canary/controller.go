@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -161,22 +162,18 @@ func (c *Controller) releaseCanary(obj interface{}) {
 	}
 }
 
-// indexByDeployment returns the namespace/name keys of the stable and the canary Deployment of a
-// Canary.
+// indexByDeployment returns the namespace/name keys of the Deployments a Canary's release reads
+// by name (its stable and canary Deployments, or its target and temporary canary Deployment).
 func indexByDeployment(obj interface{}) ([]string, error) {
 	cn, ok := obj.(*v1alpha1.Canary)
 	if !ok {
 		return nil, nil
 	}
 	var keys []string
-	if n := cn.Spec.StableRef.Name; n != "" {
-		keys = append(keys, cn.Namespace+"/"+n)
-	}
-	if n := cn.Spec.Canary.Name; n != "" && n != cn.Spec.StableRef.Name {
-		keys = append(keys, cn.Namespace+"/"+n)
-	}
-	if isDeploymentTarget(cn) { // its target plays the stable Deployment (deployment_target.go)
-		keys = append(keys, cn.Namespace+"/"+cn.Spec.TargetRef.Name)
+	for _, n := range releaseFor(cn).deploymentNames(cn) {
+		if k := cn.Namespace + "/" + n; n != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
 	}
 	return keys, nil
 }

@@ -71,7 +71,7 @@ func (c *Controller) addFinalizer(ctx context.Context, cn *v1alpha1.Canary) (gon
 // foreground (which asks for its dependents to be deleted), it removes the Canary's owner
 // reference from every Deployment that has one, leaving their replicas as they are; then it
 // removes v1alpha1.FinalizerOrphanCanary. It writes no status.
-func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary) error {
+func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary, rel release) error {
 	i := slices.Index(cn.Finalizers, v1alpha1.FinalizerOrphanCanary)
 	if i < 0 {
 		return nil
@@ -85,7 +85,7 @@ func (c *Controller) finalize(ctx context.Context, cn *v1alpha1.Canary) error {
 	} else if err := c.orphanDeployments(ctx, cn); err != nil {
 		return err
 	}
-	if err := c.releaseHold(ctx, cn); err != nil { // target.go
+	if err := rel.releaseHold(ctx, c, cn); err != nil { // release.go
 		return err
 	}
 

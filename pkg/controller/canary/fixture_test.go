@@ -471,8 +471,7 @@ func midRelease(t *testing.T, pause v1alpha1.PauseType, current int32, state v1a
 	if edit != nil {
 		edit(cn)
 	}
-	r := &reconciler{canary: cn}
-	cd := r.newCanaryDeployment(canary)
+	cd := newPairPlan(&decision{canary: cn}, specPair(cn)).newCanaryDeployment(canary)
 	cd.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	cd.UID = "canary-deployment-uid"
 	cd.Status = appsv1.DeploymentStatus{Replicas: canary, UpdatedReplicas: canary, ReadyReplicas: canary, AvailableReplicas: canary}
@@ -500,3 +499,9 @@ func (f *fixture) refuse(verb, name, msg string) *bool {
 	})
 	return &on
 }
+
+// pairOf is the Deployment pair's side of a plan.
+func pairOf(r *plan) *pairPlan { return r.rel.(*pairPlan) }
+
+// inPlace is the in-place release's side of a plan.
+func inPlace(r *plan) *inPlacePlan { return r.rel.(*inPlacePlan) }

@@ -31,29 +31,6 @@ type observed struct {
 	measured map[string]measured
 }
 
-// observe reads the Deployments of cn from the lister, each overlaid with a pending write of
-// this controller.
-func (c *Controller) observe(cn *v1alpha1.Canary) (*observed, error) {
-	obs := &observed{canary: cn}
-	if isDeploymentTarget(cn) {
-		return obs, c.observeDeploymentTarget(obs) // deployment_target.go
-	}
-	if cn.Spec.TargetRef != nil {
-		return obs, c.observeTarget(obs)
-	}
-	var err error
-	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.StableRef.Name); err != nil {
-		return nil, err
-	}
-	if obs.canaryDep, err = c.deployment(cn.Namespace, cn.Spec.Canary.Name); err != nil {
-		return nil, err
-	}
-	if obs.traffic, err = c.observeTraffic(cn); err != nil {
-		return nil, err
-	}
-	return obs, nil
-}
-
 // deployment returns a Deployment from the lister (nil when it does not exist), or the
 // controller's own last write of it while the lister does not show that write.
 func (c *Controller) deployment(namespace, name string) (*appsv1.Deployment, error) {

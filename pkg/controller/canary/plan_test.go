@@ -35,9 +35,9 @@ func TestStepsOfPauseTypes(t *testing.T) {
 }
 
 // writesOf renders a plan's writes as kind/name/replicas.
-func writesOf(r *reconciler) []string {
+func writesOf(r *plan) []string {
 	var out []string
-	for _, w := range r.writes {
+	for _, w := range pairOf(r).writes {
 		out = append(out, w.doing())
 	}
 	return out
@@ -63,13 +63,13 @@ func TestPlanCompletesOnlyWithoutStablePods(t *testing.T) {
 		cn.Status.Batches = append(cn.Status.Batches, v1alpha1.CanaryBatchStatus{Index: int32(i + 1), CanaryReplicas: size, State: v1alpha1.BatchCompleted})
 	}
 	cn.Status.CurrentBatch = 4
-	canaryDep := (&reconciler{canary: cn}).newCanaryDeployment(10)
+	canaryDep := newPairPlan(&decision{canary: cn}, specPair(cn)).newCanaryDeployment(10)
 	canaryDep.Status = appsv1.DeploymentStatus{Replicas: 10, UpdatedReplicas: 10, AvailableReplicas: 10}
 	stable := newStable(0)
 	stable.Status.Replicas, stable.Status.AvailableReplicas = 2, 2 // two stable pods still going
 
 	r := computePlan(&observed{canary: cn, stable: stable, canaryDep: canaryDep}, metav1.NewTime(start))
-	if st := computeStatus(r, nil); st.Phase != v1alpha1.CanaryProgressing || len(r.writes) != 0 {
+	if st := computeStatus(r, nil); st.Phase != v1alpha1.CanaryProgressing || len(pairOf(r).writes) != 0 {
 		t.Errorf("with 2 stable pods left: phase %s, writes %q", st.Phase, writesOf(r))
 	}
 	stable.Status.Replicas, stable.Status.AvailableReplicas = 0, 0

@@ -113,7 +113,7 @@ func (t *trafficClients) service(ctx context.Context, ns, name string, now time.
 
 // observeTraffic reads what spec.trafficRouting names: the route from the lister, the Services
 // through the cache. nil when the Canary routes no traffic.
-func (c *Controller) observeTraffic(cn *v1alpha1.Canary) (*trafficObserved, error) {
+func (c *Controller) observeTraffic(ctx context.Context, cn *v1alpha1.Canary) (*trafficObserved, error) {
 	if cn.Spec.TrafficRouting == nil {
 		return nil, nil
 	}
@@ -130,10 +130,10 @@ func (c *Controller) observeTraffic(cn *v1alpha1.Canary) (*trafficObserved, erro
 		obs.route = route.DeepCopy()
 	}
 	now := c.clock.Now()
-	if obs.stableSvc, err = c.traffic.service(context.TODO(), cn.Namespace, g.StableService, now); err != nil {
+	if obs.stableSvc, err = c.traffic.service(ctx, cn.Namespace, g.StableService, now); err != nil {
 		return nil, err
 	}
-	if obs.canarySvc, err = c.traffic.service(context.TODO(), cn.Namespace, g.CanaryService, now); err != nil {
+	if obs.canarySvc, err = c.traffic.service(ctx, cn.Namespace, g.CanaryService, now); err != nil {
 		return nil, err
 	}
 	return obs, nil
@@ -144,7 +144,7 @@ func (c *Controller) observeTraffic(cn *v1alpha1.Canary) (*trafficObserved, erro
 // reported with an Event and retried from a fresh read, never forced; any other refusal is a
 // failure shown on the Canary. A route whose weights another field manager keeps changing back
 // is not written at all (contestRoute).
-func (c *Controller) writeRoute(ctx context.Context, r *reconciler) (*failure, error) {
+func (c *Controller) writeRoute(ctx context.Context, r *decision) (*failure, error) {
 	t := r.traffic
 	if t == nil || t.reason != "" {
 		return nil, nil
@@ -200,7 +200,7 @@ func routeState(o traffic.Observed) string {
 // contestLimit times in a row, the failure it returns makes the Canary Degraded, naming the
 // manager, and nothing of the release moves. A change by someone else (a person setting the
 // weights by hand), or a route that carries what the release needs, starts the count again.
-func (c *Controller) contestRoute(ctx context.Context, r *reconciler, e *contest) (*failure, error) {
+func (c *Controller) contestRoute(ctx context.Context, r *decision, e *contest) (*failure, error) {
 	t, route := r.traffic, r.traffic.obs.route
 	wasContested := e.contested()
 	stop, err := changedBackTooOften(ctx, e, route.ResourceVersion, routeState(t.current), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {

@@ -20,7 +20,7 @@ type failure struct{ reason, message string }
 
 // computeStatus is the Canary's status after a plan, with fail the write refused while carrying
 // it out (nil when none was).
-func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
+func computeStatus(r *plan, fail *failure) v1alpha1.CanaryStatus {
 	st := *r.status.DeepCopy()
 	cn := r.canary
 	st.ObservedGeneration = cn.Generation
@@ -32,21 +32,7 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 	}
 
 	st.CanaryReplicas, st.CanaryAvailable = 0, 0
-	if isDeploymentTarget(cn) {
-		deploymentTargetStatus(r, &st) // deployment_target.go
-	} else if cn.Spec.TargetRef != nil {
-		targetStatus(r, &st) // target.go
-	} else if r.canaryDep != nil {
-		st.CanaryReplicas = replicasOf(r.canaryDep)
-		st.CanaryAvailable = r.canaryAvailable()
-	}
-	if cn.Spec.TargetRef == nil {
-		st.StableReplicas, st.StableAvailable = 0, 0
-	}
-	if r.stable != nil {
-		st.StableReplicas = replicasOf(r.stable)
-		st.StableAvailable = r.stable.Status.AvailableReplicas
-	}
+	r.rel.fillStatus(&st)
 
 	cond := func(t string, s metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -80,7 +66,7 @@ func computeStatus(r *reconciler, fail *failure) v1alpha1.CanaryStatus {
 	} else {
 		cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonReplicasUnavailable, msg)
 	}
-	setTrafficStatus(r, &st) // traffic.go
+	setTrafficStatus(r.decision, &st) // pair_traffic.go
 	return st
 }
 

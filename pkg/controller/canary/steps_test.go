@@ -107,10 +107,10 @@ func TestPlanRequeuesAtTheEndOfAPause(t *testing.T) {
 		{Index: 2, CanaryReplicas: 10, State: P},
 	}
 	cn.Annotations = map[string]string{v1alpha1.AnnotationStableSnapshot: snapshotOf(newStable(10))}
-	canaryDep := (&reconciler{canary: cn}).newCanaryDeployment(2)
+	canaryDep := newPairPlan(&decision{canary: cn}, specPair(cn)).newCanaryDeployment(2)
 	canaryDep.Status = appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}
 	r := computePlan(&observed{canary: cn, stable: newStable(8), canaryDep: canaryDep}, metav1.NewTime(start))
-	if r.requeueAfter != 30*time.Second || len(r.writes) != 0 {
+	if r.requeueAfter != 30*time.Second || len(pairOf(r).writes) != 0 {
 		t.Errorf("requeueAfter %s, writes %q; want 30s and none", r.requeueAfter, writesOf(r))
 	}
 }

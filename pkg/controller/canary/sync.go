@@ -37,14 +37,15 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	if err != nil {
 		return err
 	}
-	if !c.deployments.Reference(key, deploymentNames(shared)...) {
+	rel := releaseFor(shared)
+	if !c.deployments.Reference(key, rel.deploymentNames(shared)...) {
 		return errNotListed // its watch just started: the Deployment's events will come
 	}
-	if !c.referenceTarget(key, shared) {
+	if !c.referenceTarget(key, rel.target(shared)) {
 		return errNotListed
 	}
 	if shared.DeletionTimestamp != nil {
-		return c.finalize(ctx, shared)
+		return c.finalize(ctx, shared, rel)
 	}
 	cn, bases := c.lastWritten(shared)
 	// The finalizer goes on before anything else, so that no canary Deployment exists for a
@@ -55,8 +56,8 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		}
 		bases = append(bases, cn.ResourceVersion)
 	}
-	obs, err := c.observe(cn)
-	if err != nil {
+	obs := &observed{canary: cn}
+	if err := rel.observe(ctx, c, obs); err != nil {
 		return err
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
@@ -85,10 +86,10 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	return writeErr
 }
 
-// execute makes the writes of a plan in order: the snapshot of the stable Deployment on the
-// Canary, then the Deployment writes, stopping at the first the API server refuses, which it
-// returns as a failure to show on the Canary. bases gets the Canary's versions it writes.
-func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string) (*failure, error) {
+// execute makes the writes of a plan in order: the Canary's own (the snapshot of the stable
+// Deployment, an approval set back), the route, then the release's writes, stopping at the
+// first the API server refuses, which it returns as a failure to show on the Canary. bases gets the Canary's versions it writes.
+func (c *Controller) execute(ctx context.Context, r *plan, bases *[]string) (*failure, error) {
 	cn := r.canary
 	if r.newSnapshot != "" {
 		if err := c.recordSnapshot(ctx, cn, r.newSnapshot); err != nil {
@@ -102,36 +103,10 @@ func (c *Controller) execute(ctx context.Context, r *reconciler, bases *[]string
 		}
 		*bases = append(*bases, cn.ResourceVersion)
 	}
-	if f, err := c.writeRoute(ctx, r); f != nil || err != nil { // routes.go: traffic first
+	if f, err := c.writeRoute(ctx, r.decision); f != nil || err != nil { // routes.go: traffic first
 		return f, err
 	}
-	if f, err := c.executeTarget(ctx, r); f != nil || err != nil { // target.go
-		return f, err
-	}
-	if f, err := c.executeDeploymentTarget(ctx, r); f != nil || err != nil { // deployment_target.go
-		return f, err
-	}
-	for _, w := range r.writes {
-		if w.kind == scaleStable {
-			if f, err := c.contestDeployment(ctx, r.obs, deploymentReplicas, fmt.Sprint(w.to)); f != nil || err != nil { // contest.go
-				return f, err
-			}
-		}
-		err := c.writeDeployment(ctx, r.obs, w)
-		if err == nil {
-			continue
-		}
-		if apierrors.IsAlreadyExists(err) { // the cache lags a create of ours: retry once it caught up
-			return nil, err
-		}
-		f := &failure{reason: v1alpha1.ReasonFailedUpdate, message: fmt.Sprintf("%s: %v", w.doing(), err)}
-		if w.kind == createCanary {
-			f.reason = v1alpha1.ReasonFailedCreate
-		}
-		c.Recorder.Eventf(cn, corev1.EventTypeWarning, f.reason, "%s", f.message)
-		return f, fmt.Errorf("%s: %w", w.doing(), err)
-	}
-	return nil, nil
+	return r.rel.execute(ctx, c)
 }
 
 // writeDeployment makes one Deployment write, expects it (pendingWrites) and reports it.
@@ -234,5 +209,19 @@ func (c *Controller) recordSnapshot(ctx context.Context, cn *v1alpha1.Canary, ra
 		cn.Annotations = map[string]string{}
 	}
 	cn.Annotations[v1alpha1.AnnotationStableSnapshot] = raw
+	return nil
+}
+
+// resetApproval sets spec.approvedBatch back to 0 as a target's new release starts, with a JSON
+// patch that tests the value read: a promote made meanwhile fails the test (the sync is retried
+// from the Canary as it is then). cn takes the patched version, which the status write carries.
+func (c *Controller) resetApproval(ctx context.Context, cn *v1alpha1.Canary, read int32) error {
+	patch := fmt.Appendf(nil, `[{"op":"test","path":"/spec/approvedBatch","value":%d},{"op":"replace","path":"/spec/approvedBatch","value":0}]`, read)
+	updated, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).Patch(ctx, cn.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("setting spec.approvedBatch back to 0 for the new release: %w", staleIfInvalid(err))
+	}
+	cn.ResourceVersion, cn.Generation = updated.ResourceVersion, updated.Generation
+	cn.Spec.ApprovedBatch = 0
 	return nil
 }

@@ -98,7 +98,7 @@ func agents(update string, partition *int32, specs ...string) *daemonSetTarget {
 	return t
 }
 
-func syncDS(cn *v1alpha1.Canary, t *daemonSetTarget) *reconciler {
+func syncDS(cn *v1alpha1.Canary, t *daemonSetTarget) *plan {
 	r := computePlan(&observed{canary: cn, target: t}, metav1.NewTime(start))
 	cn.Status = computeStatus(r, nil)
 	return r
@@ -186,7 +186,7 @@ func TestDaemonSetTargetReleaseThroughTheSteps(t *testing.T) {
 	cn := dsCanary()
 	// Not held yet (RollingUpdate): the hold at 4.
 	r := syncDS(cn, agents("h1", nil, "h1", "h1", "h1", "h1"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != setPartition || w[0].partition != 4 {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != setPartition || w[0].partition != 4 {
 		t.Fatalf("writes %+v, want the hold at 4", w)
 	}
 	if r.reason != v1alpha1.ReasonHolding {
@@ -195,7 +195,7 @@ func TestDaemonSetTargetReleaseThroughTheSteps(t *testing.T) {
 	// The template changed: step 1 keeps 3 pods on h1, and one is deleted.
 	held := agents("h2", ptr.To[int32](4), "h1", "h1", "h1", "h1")
 	r = syncDS(cn, held)
-	if w := r.targetWrites; len(w) != 1 || w[0].partition != 3 {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].partition != 3 {
 		t.Fatalf("step 1 writes %+v", w)
 	}
 	if cn.Status.Target.StableRevision != "agents-h1" || cn.Status.Target.UpdateRevision != "agents-h2" {
@@ -207,28 +207,28 @@ func TestDaemonSetTargetReleaseThroughTheSteps(t *testing.T) {
 	// Deleted, not recreated yet: the step waits, nothing more is deleted (1 unavailable).
 	gone := agents("h2", ptr.To[int32](3), "h1", "h1", "h1")
 	gone.Status.DesiredNumberScheduled = 4
-	if r = syncDS(cn, gone); len(r.targetWrites) != 0 || names(gone.deletions(3)) != "" {
-		t.Fatalf("step 1 under way: writes %+v deletions %s", r.targetWrites, names(gone.deletions(3)))
+	if r = syncDS(cn, gone); len(inPlace(r).writes) != 0 || names(gone.deletions(3)) != "" {
+		t.Fatalf("step 1 under way: writes %+v deletions %s", inPlace(r).writes, names(gone.deletions(3)))
 	}
 	// Recreated on h2 and ready: step 1 bakes.
 	if r = syncDS(cn, agents("h2", ptr.To[int32](3), "h2", "h1", "h1", "h1")); cn.Status.Batches[0].State != v1alpha1.BatchBaking {
-		t.Fatalf("step 1 done: state %s writes %+v", cn.Status.Batches[0].State, r.targetWrites)
+		t.Fatalf("step 1 done: state %s writes %+v", cn.Status.Batches[0].State, inPlace(r).writes)
 	}
 	cn.Spec.ApprovedBatch = 1
 	step2 := agents("h2", ptr.To[int32](3), "h2", "h1", "h1", "h1")
-	if r = syncDS(cn, step2); len(r.targetWrites) != 1 || r.targetWrites[0].partition != 2 || names(step2.deletions(2)) != "agents-1" {
-		t.Fatalf("step 2 writes %+v deletions %s", r.targetWrites, names(step2.deletions(2)))
+	if r = syncDS(cn, step2); len(inPlace(r).writes) != 1 || inPlace(r).writes[0].partition != 2 || names(step2.deletions(2)) != "agents-1" {
+		t.Fatalf("step 2 writes %+v deletions %s", inPlace(r).writes, names(step2.deletions(2)))
 	}
 	// The last step: keep 0, but one pod at a time.
 	step3 := agents("h2", ptr.To[int32](2), "h2", "h2", "h1", "h1")
-	if r = syncDS(cn, step3); len(r.targetWrites) != 1 || r.targetWrites[0].partition != 0 || names(step3.deletions(0)) != "agents-2" {
-		t.Fatalf("step 3 writes %+v deletions %s", r.targetWrites, names(step3.deletions(0)))
+	if r = syncDS(cn, step3); len(inPlace(r).writes) != 1 || inPlace(r).writes[0].partition != 0 || names(step3.deletions(0)) != "agents-2" {
+		t.Fatalf("step 3 writes %+v deletions %s", inPlace(r).writes, names(step3.deletions(0)))
 	}
 	r = syncDS(cn, agents("h2", ptr.To[int32](0), "h2", "h2", "h2", "h2"))
 	if cn.Status.Phase != v1alpha1.CanaryCompleted || r.reason != v1alpha1.ReasonCompleted || cn.Status.Target.StableRevision != "agents-h2" {
 		t.Fatalf("phase %s reason %s target %+v: %s", cn.Status.Phase, r.reason, cn.Status.Target, r.message)
 	}
-	if w := r.targetWrites; len(w) != 1 || w[0].partition != 4 {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].partition != 4 {
 		t.Errorf("after completion writes %+v, want the hold at 4", w)
 	}
 
@@ -239,7 +239,7 @@ func TestDaemonSetTargetReleaseThroughTheSteps(t *testing.T) {
 	lagging.Generation, lagging.Status.UpdatedNumberScheduled = 3, 4
 	syncDS(cn, lagging)
 	r = syncDS(cn, agents("h3", ptr.To[int32](4), "h2", "h2", "h2", "h2"))
-	if w := r.targetWrites; cn.Status.CurrentBatch != 1 || len(w) != 1 || w[0].partition != 3 {
+	if w := inPlace(r).writes; cn.Status.CurrentBatch != 1 || len(w) != 1 || w[0].partition != 3 {
 		t.Errorf("release of h3: step %d writes %+v, want step 1 keeping 3", cn.Status.CurrentBatch, w)
 	}
 }
@@ -280,30 +280,30 @@ func TestDaemonSetTargetAbort(t *testing.T) {
 	syncDS(cn, agents("h2", ptr.To[int32](4), "h1", "h1", "h1", "h1"))
 	cn.Spec.Rollback = true
 	r := syncDS(cn, agents("h2", ptr.To[int32](3), "h2", "h1", "h1", "h1"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "agents-h1" {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "agents-h1" {
 		t.Fatalf("abort writes %+v", w)
 	}
 	// The template written back, the DaemonSet controller has not observed it yet: the stable
 	// revision stays (the pods could not tell it: h2's look older than h1's, renumbered next).
 	lagging := agents("h2", ptr.To[int32](3), "h2", "h1", "h1", "h1")
 	lagging.Generation = 3
-	if r = syncDS(cn, lagging); len(r.targetWrites) != 0 || cn.Status.Target.StableRevision != "agents-h1" {
-		t.Fatalf("not observed: writes %+v target %+v", r.targetWrites, cn.Status.Target)
+	if r = syncDS(cn, lagging); len(inPlace(r).writes) != 0 || cn.Status.Target.StableRevision != "agents-h1" {
+		t.Fatalf("not observed: writes %+v target %+v", inPlace(r).writes, cn.Status.Target)
 	}
 	// h1 is the update revision again (renumbered 4 by the DaemonSet controller).
 	back := agents("h1", ptr.To[int32](3), "h2", "h1", "h1", "h1")
 	back.revisions["h1"] = daemonSetRevision{"agents-h1", 4}
 	r = syncDS(cn, back)
-	if len(r.targetWrites) != 0 || cn.Status.Phase != v1alpha1.CanaryRollingBack || r.stableRev != "agents-h1" {
-		t.Fatalf("rolling back: writes %+v phase %s stable %s", r.targetWrites, cn.Status.Phase, r.stableRev)
+	if len(inPlace(r).writes) != 0 || cn.Status.Phase != v1alpha1.CanaryRollingBack || inPlace(r).stableRev != "agents-h1" {
+		t.Fatalf("rolling back: writes %+v phase %s stable %s", inPlace(r).writes, cn.Status.Phase, inPlace(r).stableRev)
 	}
 	kube := k8sfake.NewClientset(podObjects(back.pods)...)
 	c := &Controller{kubeClient: kube}
 	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
 	rec := record.NewFakeRecorder(10)
 	c.Base = base.New(ControllerName, Kind, rec)
-	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("executeTarget: %v %v", f, err)
+	if f, err := r.rel.execute(context.Background(), c); f != nil || err != nil {
+		t.Fatalf("execute: %v %v", f, err)
 	}
 	if got := actions(kube); got != "delete pods agents-0" {
 		t.Errorf("actions %q, want the pod of the aborted revision deleted", got)
@@ -312,8 +312,8 @@ func TestDaemonSetTargetAbort(t *testing.T) {
 		t.Errorf("an Event %q for a deletion without a write: deletions are logged only", <-rec.Events)
 	}
 	r = syncDS(cn, agents("h1", ptr.To[int32](3), "h1", "h1", "h1", "h1"))
-	if cn.Status.Phase != v1alpha1.CanaryRolledBack || len(r.targetWrites) != 1 || r.targetWrites[0].partition != 4 {
-		t.Fatalf("rolled back: phase %s writes %+v", cn.Status.Phase, r.targetWrites)
+	if cn.Status.Phase != v1alpha1.CanaryRolledBack || len(inPlace(r).writes) != 1 || inPlace(r).writes[0].partition != 4 {
+		t.Fatalf("rolled back: phase %s writes %+v", cn.Status.Phase, inPlace(r).writes)
 	}
 }
 
@@ -351,10 +351,10 @@ func TestDaemonSetHoldAndReleaseActions(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	c.Base = base.New(ControllerName, Kind, rec)
 	cn := dsCanary()
-	r := &reconciler{obs: &observed{target: target, canary: cn}, canary: cn, stableRev: "agents-h1",
-		targetWrites: []targetWrite{{kind: setPartition, partition: 3, step: 1}}}
-	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("executeTarget: %v %v", f, err)
+	r := &inPlacePlan{decision: &decision{obs: &observed{target: target, canary: cn}, canary: cn}, target: target, stableRev: "agents-h1",
+		writes: []targetWrite{{kind: setPartition, partition: 3, step: 1}}}
+	if f, err := r.execute(context.Background(), c); f != nil || err != nil {
+		t.Fatalf("execute: %v %v", f, err)
 	}
 	// One Event says both.
 	if e := <-rec.Events; !strings.Contains(e, "OnDelete") || !strings.Contains(e, "deleted pods agents-0") || len(rec.Events) != 0 {
@@ -371,7 +371,7 @@ func TestDaemonSetHoldAndReleaseActions(t *testing.T) {
 	settled := agents("h2", ptr.To[int32](4), "h2", "h2", "h2", "h2").DaemonSet
 	kube = k8sfake.NewClientset(settled)
 	c.kubeClient = kube
-	if err := (daemonSetKind{}).releaseHold(context.Background(), c, cn); err != nil {
+	if err := c.releaseTargetHold(context.Background(), daemonSetKind{}, cn); err != nil {
 		t.Fatal(err)
 	}
 	want = `get daemonsets agents` + "\n" +
@@ -382,7 +382,7 @@ func TestDaemonSetHoldAndReleaseActions(t *testing.T) {
 	// Mid-release it leaves the DaemonSet held.
 	kube = k8sfake.NewClientset(agents("h2", ptr.To[int32](3), "h2", "h1", "h1", "h1").DaemonSet)
 	c.kubeClient = kube
-	if err := (daemonSetKind{}).releaseHold(context.Background(), c, cn); err != nil {
+	if err := c.releaseTargetHold(context.Background(), daemonSetKind{}, cn); err != nil {
 		t.Fatal(err)
 	}
 	if got := actions(kube); got != "get daemonsets agents" {
@@ -402,10 +402,10 @@ func TestDaemonSetRestoreRevisionActions(t *testing.T) {
 	c := &Controller{kubeClient: kube}
 	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
 	cn := dsCanary()
-	r := &reconciler{obs: &observed{target: target, canary: cn}, canary: cn, stableRev: "agents-h1",
-		targetWrites: []targetWrite{{kind: restoreTemplate, revision: "agents-h1", reason: "AnalysisFailed"}}}
-	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("executeTarget: %v %v", f, err)
+	r := &inPlacePlan{decision: &decision{obs: &observed{target: target, canary: cn}, canary: cn}, target: target, stableRev: "agents-h1",
+		writes: []targetWrite{{kind: restoreTemplate, revision: "agents-h1", reason: "AnalysisFailed"}}}
+	if f, err := r.execute(context.Background(), c); f != nil || err != nil {
+		t.Fatalf("execute: %v %v", f, err)
 	}
 	// No pod is deleted in the sync that wrote the template.
 	if got, want := actions(kube), "get controllerrevisions agents-h1\npatch daemonsets "+string(rev.Data.Raw); got != want {
@@ -418,7 +418,7 @@ func TestDaemonSetTargetReplicasRefused(t *testing.T) {
 	cn := dsCanary()
 	cn.Spec.Replicas = 6
 	r := syncDS(cn, agents("h1", nil, "h1", "h1", "h1", "h1"))
-	if !r.degraded || r.reason != v1alpha1.ReasonInvalidSpec || len(r.targetWrites) != 0 || !strings.Contains(r.message, "DaemonSet \"agents\" has 4") {
-		t.Errorf("degraded %v reason %s writes %+v: %s", r.degraded, r.reason, r.targetWrites, r.message)
+	if !r.degraded || r.reason != v1alpha1.ReasonInvalidSpec || len(inPlace(r).writes) != 0 || !strings.Contains(r.message, "DaemonSet \"agents\" has 4") {
+		t.Errorf("degraded %v reason %s writes %+v: %s", r.degraded, r.reason, inPlace(r).writes, r.message)
 	}
 }

@@ -47,7 +47,7 @@ func games(p, updated int32, current, update string) *v1alpha1.TApp {
 	}
 }
 
-func syncTApp(t *testing.T, cn *v1alpha1.Canary, tapp *v1alpha1.TApp) *reconciler {
+func syncTApp(t *testing.T, cn *v1alpha1.Canary, tapp *v1alpha1.TApp) *plan {
 	t.Helper()
 	r := computePlan(&observed{canary: cn, target: tappTarget{tapp}}, metav1.NewTime(start))
 	cn.Status = computeStatus(r, nil)
@@ -55,9 +55,9 @@ func syncTApp(t *testing.T, cn *v1alpha1.Canary, tapp *v1alpha1.TApp) *reconcile
 }
 
 // wantPartition fails unless the plan's only write sets the partition to p.
-func wantPartition(t *testing.T, what string, r *reconciler, p int32) {
+func wantPartition(t *testing.T, what string, r *plan, p int32) {
 	t.Helper()
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != setPartition || w[0].partition != p {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != setPartition || w[0].partition != p {
 		t.Fatalf("%s: writes %+v, want the partition set to %d (%s: %s)", what, w, p, r.reason, r.message)
 	}
 }
@@ -78,8 +78,8 @@ func TestTAppTargetReleaseAndAbort(t *testing.T) {
 		t.Fatalf("step 1: batch %d target %+v", cn.Status.CurrentBatch, cn.Status.Target)
 	}
 	r = syncTApp(t, cn, games(3, 1, "v1", "v2"))
-	if len(r.targetWrites) != 0 || cn.Status.Batches[0].State != v1alpha1.BatchBaking || r.requeueAfter != time.Minute {
-		t.Fatalf("step 1 done: writes %+v state %s requeue %s", r.targetWrites, cn.Status.Batches[0].State, r.requeueAfter)
+	if len(inPlace(r).writes) != 0 || cn.Status.Batches[0].State != v1alpha1.BatchBaking || r.requeueAfter != time.Minute {
+		t.Fatalf("step 1 done: writes %+v state %s requeue %s", inPlace(r).writes, cn.Status.Batches[0].State, r.requeueAfter)
 	}
 	cn.Spec.ApprovedBatch = 1
 	wantPartition(t, "step 2", syncTApp(t, cn, games(3, 1, "v1", "v2")), 2)
@@ -94,11 +94,11 @@ func TestTAppTargetReleaseAndAbort(t *testing.T) {
 	syncTApp(t, cn, games(4, 0, "v2", "v3"))
 	cn.Spec.Rollback = true
 	r = syncTApp(t, cn, games(3, 1, "v2", "v3"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v2" {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v2" {
 		t.Fatalf("abort: writes %+v, want v2 written back", w)
 	}
-	if r = syncTApp(t, cn, games(3, 3, "v2", "v2")); len(r.targetWrites) != 0 || cn.Status.Phase != v1alpha1.CanaryRollingBack {
-		t.Fatalf("rolling back: writes %+v phase %s", r.targetWrites, cn.Status.Phase)
+	if r = syncTApp(t, cn, games(3, 3, "v2", "v2")); len(inPlace(r).writes) != 0 || cn.Status.Phase != v1alpha1.CanaryRollingBack {
+		t.Fatalf("rolling back: writes %+v phase %s", inPlace(r).writes, cn.Status.Phase)
 	}
 	r = syncTApp(t, cn, games(3, 4, "v2", "v2"))
 	wantPartition(t, "rolled back", r, 4)
@@ -123,8 +123,8 @@ func TestTAppTargetRefusals(t *testing.T) {
 			tapp := games(4, 0, "v1", "v2")
 			tc.edit(tapp)
 			r := syncTApp(t, tappCanary(), tapp)
-			if !r.degraded || r.reason != v1alpha1.ReasonTargetUnsupported || len(r.targetWrites) != 0 || !strings.Contains(r.message, tc.want) {
-				t.Errorf("degraded %v reason %s writes %+v: %q, want %q in it", r.degraded, r.reason, r.targetWrites, r.message, tc.want)
+			if !r.degraded || r.reason != v1alpha1.ReasonTargetUnsupported || len(inPlace(r).writes) != 0 || !strings.Contains(r.message, tc.want) {
+				t.Errorf("degraded %v reason %s writes %+v: %q, want %q in it", r.degraded, r.reason, inPlace(r).writes, r.message, tc.want)
 			}
 		})
 	}
@@ -182,12 +182,12 @@ func TestTAppTargetWriteActions(t *testing.T) {
 		Revision: 1,
 	}
 	c, client, kube, _ := tappController(tapp, rev)
-	r := &reconciler{obs: &observed{target: tappTarget{tapp}}, canary: tappCanary(), targetWrites: []targetWrite{
+	r := &inPlacePlan{decision: &decision{obs: &observed{target: tappTarget{tapp}}, canary: tappCanary()}, target: tappTarget{tapp}, writes: []targetWrite{
 		{kind: setPartition, partition: 2, step: 2},
 		{kind: restoreTemplate, revision: "v1", reason: "AnalysisFailed"},
 	}}
-	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("executeTarget: %v %v", f, err)
+	if f, err := r.execute(context.Background(), c); f != nil || err != nil {
+		t.Fatalf("execute: %v %v", f, err)
 	}
 	sameLines(t, "TApp actions", actionLines(client.Actions()), []string{
 		`patch tapps {"spec":{"updateStrategy":{"partition":2}}}`,
@@ -221,16 +221,17 @@ func TestTAppTargetRestoreRefusesAnotherOwner(t *testing.T) {
 // partition and says so.
 func TestTAppTargetReleaseHold(t *testing.T) {
 	c, client, _, _ := tappController(games(4, 4, "v1", "v1"))
-	if err := c.releaseHold(context.Background(), tappCanary()); err != nil {
+	if err := releaseFor(tappCanary()).releaseHold(context.Background(), c, tappCanary()); err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, "between releases", actionLines(client.Actions()), []string{`patch tapps {"spec":{"updateStrategy":{"partition":0}}}`})
+	// Read from the API server, not the cache, which may not show the hold written moments before.
+	sameLines(t, "between releases", actionLines(client.Actions()), []string{"get tapps", `patch tapps {"spec":{"updateStrategy":{"partition":0}}}`})
 
 	c, client, _, rec := tappController(games(3, 1, "v1", "v2"))
-	if err := c.releaseHold(context.Background(), tappCanary()); err != nil {
+	if err := releaseFor(tappCanary()).releaseHold(context.Background(), c, tappCanary()); err != nil {
 		t.Fatal(err)
 	}
-	sameLines(t, "mid-release", actionLines(client.Actions()), nil)
+	sameLines(t, "mid-release", actionLines(client.Actions()), []string{"get tapps"})
 	if ev := <-rec.Events; !strings.Contains(ev, "Warning") || !strings.Contains(ev, "keeps partition 3") {
 		t.Errorf("event %q", ev)
 	}

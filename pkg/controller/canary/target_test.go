@@ -52,7 +52,7 @@ func ledger(p, updated int32, current, update string) *appsv1.StatefulSet {
 	}
 }
 
-func planTarget(cn *v1alpha1.Canary, sts *appsv1.StatefulSet, holder string) *reconciler {
+func planTarget(cn *v1alpha1.Canary, sts *appsv1.StatefulSet, holder string) *plan {
 	obs := &observed{canary: cn, targetHolder: holder}
 	if sts != nil {
 		obs.target = statefulSetTarget{sts}
@@ -61,7 +61,7 @@ func planTarget(cn *v1alpha1.Canary, sts *appsv1.StatefulSet, holder string) *re
 }
 
 // sync runs one plan and carries its status forward, as the status write would.
-func syncTarget(t *testing.T, cn *v1alpha1.Canary, sts *appsv1.StatefulSet) *reconciler {
+func syncTarget(t *testing.T, cn *v1alpha1.Canary, sts *appsv1.StatefulSet) *plan {
 	t.Helper()
 	r := planTarget(cn, sts, "")
 	cn.Status = computeStatus(r, nil)
@@ -71,15 +71,15 @@ func syncTarget(t *testing.T, cn *v1alpha1.Canary, sts *appsv1.StatefulSet) *rec
 func TestTargetIdleIsHeldAtReplicas(t *testing.T) {
 	cn := targetCanary()
 	r := syncTarget(t, cn, ledger(0, 4, "v1", "v1"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != setPartition || w[0].partition != 4 {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != setPartition || w[0].partition != 4 {
 		t.Fatalf("writes %+v, want the partition set to 4", w)
 	}
 	if cn.Status.Phase != v1alpha1.CanaryCompleted || r.reason != v1alpha1.ReasonHolding || cn.Status.Target.Partition != 4 {
 		t.Errorf("phase %s reason %s target %+v", cn.Status.Phase, r.reason, cn.Status.Target)
 	}
 	// Held already: nothing to write.
-	if r := syncTarget(t, cn, ledger(4, 4, "v1", "v1")); len(r.targetWrites) != 0 {
-		t.Errorf("held target: writes %+v", r.targetWrites)
+	if r := syncTarget(t, cn, ledger(4, 4, "v1", "v1")); len(inPlace(r).writes) != 0 {
+		t.Errorf("held target: writes %+v", inPlace(r).writes)
 	}
 }
 
@@ -89,7 +89,7 @@ func TestTargetReleaseThroughTheSteps(t *testing.T) {
 
 	// The template changed: step 1 lowers the partition to 3.
 	r := syncTarget(t, cn, ledger(4, 0, "v1", "v2"))
-	if w := r.targetWrites; len(w) != 1 || w[0].partition != 3 {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].partition != 3 {
 		t.Fatalf("step 1 writes %+v, want partition 3", w)
 	}
 	if cn.Status.CurrentBatch != 1 || cn.Status.Target.StableRevision != "v1" || cn.Status.Target.UpdateRevision != "v2" {
@@ -97,27 +97,27 @@ func TestTargetReleaseThroughTheSteps(t *testing.T) {
 	}
 	// Step 1's pod is updated and ready: its timed pause bakes, nothing written.
 	r = syncTarget(t, cn, ledger(3, 1, "v1", "v2"))
-	if len(r.targetWrites) != 0 || cn.Status.Batches[0].State != v1alpha1.BatchBaking || r.requeueAfter != time.Minute {
-		t.Fatalf("step 1 done: writes %+v state %s requeue %s", r.targetWrites, cn.Status.Batches[0].State, r.requeueAfter)
+	if len(inPlace(r).writes) != 0 || cn.Status.Batches[0].State != v1alpha1.BatchBaking || r.requeueAfter != time.Minute {
+		t.Fatalf("step 1 done: writes %+v state %s requeue %s", inPlace(r).writes, cn.Status.Batches[0].State, r.requeueAfter)
 	}
 	if cn.Status.CanaryReplicas != 1 || cn.Status.StableReplicas != 3 {
 		t.Errorf("replicas canary %d stable %d, want 1 and 3", cn.Status.CanaryReplicas, cn.Status.StableReplicas)
 	}
 	// A promote ends the pause: step 2 lowers the partition to 2.
 	cn.Spec.ApprovedBatch = 1
-	if r = syncTarget(t, cn, ledger(3, 1, "v1", "v2")); len(r.targetWrites) != 1 || r.targetWrites[0].partition != 2 {
-		t.Fatalf("step 2 writes %+v", r.targetWrites)
+	if r = syncTarget(t, cn, ledger(3, 1, "v1", "v2")); len(inPlace(r).writes) != 1 || inPlace(r).writes[0].partition != 2 {
+		t.Fatalf("step 2 writes %+v", inPlace(r).writes)
 	}
 	// Step 2 done goes straight to step 3: partition 0.
-	if r = syncTarget(t, cn, ledger(2, 2, "v1", "v2")); len(r.targetWrites) != 1 || r.targetWrites[0].partition != 0 {
-		t.Fatalf("step 3 writes %+v", r.targetWrites)
+	if r = syncTarget(t, cn, ledger(2, 2, "v1", "v2")); len(inPlace(r).writes) != 1 || inPlace(r).writes[0].partition != 0 {
+		t.Fatalf("step 3 writes %+v", inPlace(r).writes)
 	}
 	// Every pod updated: the StatefulSet makes v2 current; the release completes and holds.
 	r = syncTarget(t, cn, ledger(0, 4, "v2", "v2"))
 	if cn.Status.Phase != v1alpha1.CanaryCompleted || r.reason != v1alpha1.ReasonCompleted {
 		t.Fatalf("phase %s reason %s: %s", cn.Status.Phase, r.reason, r.message)
 	}
-	if w := r.targetWrites; len(w) != 1 || w[0].partition != 4 {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].partition != 4 {
 		t.Errorf("after completion writes %+v, want the hold at 4", w)
 	}
 	if cn.Status.Target.StableRevision != "v2" {
@@ -131,7 +131,7 @@ func TestTargetAbortWritesTheStableTemplateBack(t *testing.T) {
 	syncTarget(t, cn, ledger(4, 0, "v1", "v2"))
 	cn.Spec.Rollback = true
 	r := syncTarget(t, cn, ledger(3, 1, "v1", "v2"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v1" {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v1" {
 		t.Fatalf("abort writes %+v, want v1's template written back", w)
 	}
 	if cn.Status.Phase != v1alpha1.CanaryRollingBack {
@@ -140,12 +140,12 @@ func TestTargetAbortWritesTheStableTemplateBack(t *testing.T) {
 	// v1 is the update revision again and its pod is on its way back: no write, the partition
 	// stays where it is.
 	r = syncTarget(t, cn, ledger(3, 3, "v1", "v1"))
-	if len(r.targetWrites) != 0 || cn.Status.Phase != v1alpha1.CanaryRollingBack {
-		t.Fatalf("rolling back: writes %+v phase %s", r.targetWrites, cn.Status.Phase)
+	if len(inPlace(r).writes) != 0 || cn.Status.Phase != v1alpha1.CanaryRollingBack {
+		t.Fatalf("rolling back: writes %+v phase %s", inPlace(r).writes, cn.Status.Phase)
 	}
 	r = syncTarget(t, cn, ledger(3, 4, "v1", "v1"))
-	if cn.Status.Phase != v1alpha1.CanaryRolledBack || len(r.targetWrites) != 1 || r.targetWrites[0].partition != 4 {
-		t.Fatalf("rolled back: phase %s writes %+v", cn.Status.Phase, r.targetWrites)
+	if cn.Status.Phase != v1alpha1.CanaryRolledBack || len(inPlace(r).writes) != 1 || inPlace(r).writes[0].partition != 4 {
+		t.Fatalf("rolled back: phase %s writes %+v", cn.Status.Phase, inPlace(r).writes)
 	}
 }
 
@@ -162,13 +162,13 @@ func TestTargetAbortAfterTheLastStepKeepsTheStableRevision(t *testing.T) {
 	}
 	cn.Spec.Rollback = true
 	r := syncTarget(t, cn, ledger(0, 4, "v2", "v2"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v1" {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v1" {
 		t.Fatalf("writes %+v, want v1 written back", w)
 	}
 	// The StatefulSet now updates to v1 from v2 (current): still v1 to go back to.
 	r = syncTarget(t, cn, ledger(0, 1, "v2", "v1"))
-	if len(r.targetWrites) != 0 || cn.Status.Target.StableRevision != "v1" {
-		t.Fatalf("rolling back from the tail: writes %+v target %+v", r.targetWrites, cn.Status.Target)
+	if len(inPlace(r).writes) != 0 || cn.Status.Target.StableRevision != "v1" {
+		t.Fatalf("rolling back from the tail: writes %+v target %+v", inPlace(r).writes, cn.Status.Target)
 	}
 }
 
@@ -194,8 +194,8 @@ func TestTargetRefusals(t *testing.T) {
 				tc.edit(cn)
 			}
 			r := planTarget(cn, tc.sts, tc.holder)
-			if !r.degraded || r.reason != tc.reason || len(r.targetWrites) != 0 {
-				t.Errorf("degraded %v reason %s writes %+v: %s", r.degraded, r.reason, r.targetWrites, r.message)
+			if !r.degraded || r.reason != tc.reason || len(inPlace(r).writes) != 0 {
+				t.Errorf("degraded %v reason %s writes %+v: %s", r.degraded, r.reason, inPlace(r).writes, r.message)
 			}
 		})
 	}
@@ -214,10 +214,9 @@ func TestRestoreRevisionActions(t *testing.T) {
 	kube := k8sfake.NewClientset(sts, rev)
 	c := &Controller{kubeClient: kube}
 	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
-	r := &reconciler{obs: &observed{target: statefulSetTarget{sts}}, canary: targetCanary(),
-		targetWrites: []targetWrite{{kind: restoreTemplate, revision: "v1", reason: "AnalysisFailed"}}}
-	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("executeTarget: %v %v", f, err)
+	r := &inPlacePlan{decision: &decision{obs: &observed{target: statefulSetTarget{sts}}, canary: targetCanary()}, target: statefulSetTarget{sts}, writes: []targetWrite{{kind: restoreTemplate, revision: "v1", reason: "AnalysisFailed"}}}
+	if f, err := r.execute(context.Background(), c); f != nil || err != nil {
+		t.Fatalf("execute: %v %v", f, err)
 	}
 	var got []string
 	for _, a := range kube.Actions() {
@@ -246,12 +245,12 @@ func TestTargetRetryAfterAbortOnRequest(t *testing.T) {
 		t.Fatalf("phase %s target %+v", cn.Status.Phase, cn.Status.Target)
 	}
 	cn.Spec.Rollback = false
-	if r := syncTarget(t, cn, ledger(4, 4, "v1", "v1")); len(r.targetWrites) != 0 {
-		t.Fatalf("rollback cleared alone: writes %+v", r.targetWrites)
+	if r := syncTarget(t, cn, ledger(4, 4, "v1", "v1")); len(inPlace(r).writes) != 0 {
+		t.Fatalf("rollback cleared alone: writes %+v", inPlace(r).writes)
 	}
 	cn.Spec.Retries = 1
 	r := syncTarget(t, cn, ledger(4, 4, "v1", "v1"))
-	if w := r.targetWrites; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v2" {
+	if w := inPlace(r).writes; len(w) != 1 || w[0].kind != restoreTemplate || w[0].revision != "v2" {
 		t.Fatalf("retry writes %+v, want v2 written back", w)
 	}
 	if cn.Status.Target.AbortedRevision != "" {
@@ -271,7 +270,7 @@ func TestTargetNextReleaseForgetsApprovals(t *testing.T) {
 		t.Fatalf("resetApproval %d, want the approval 1 set back to 0", r.resetApproval)
 	}
 	r = syncTarget(t, cn, ledger(3, 1, "v1", "v2"))
-	if cn.Status.Phase != v1alpha1.CanaryPaused || len(r.targetWrites) != 0 {
-		t.Errorf("step 1 done: phase %s writes %+v, want Paused for a person", cn.Status.Phase, r.targetWrites)
+	if cn.Status.Phase != v1alpha1.CanaryPaused || len(inPlace(r).writes) != 0 {
+		t.Errorf("step 1 done: phase %s writes %+v, want Paused for a person", cn.Status.Phase, inPlace(r).writes)
 	}
 }

@@ -59,12 +59,12 @@ func zones(parts map[string]int32, updated int32, current, update string) *v1alp
 	return ud
 }
 
-func syncZones(t *testing.T, cn *v1alpha1.Canary, ud *v1alpha1.UnitedDeployment) (*reconciler, map[string]int32) {
+func syncZones(t *testing.T, cn *v1alpha1.Canary, ud *v1alpha1.UnitedDeployment) (*plan, map[string]int32) {
 	t.Helper()
 	r := computePlan(&observed{canary: cn, target: unitedDeploymentTarget{ud}}, metav1.NewTime(start))
 	cn.Status = computeStatus(r, nil)
 	var parts map[string]int32
-	for _, w := range r.targetWrites {
+	for _, w := range inPlace(r).writes {
 		if w.kind == setPartition {
 			parts = unitedDeploymentTarget{ud}.partitions(cn, w.partition, w.step)
 		}
@@ -165,12 +165,12 @@ func TestUnitedDeploymentTargetActions(t *testing.T) {
 	kube, client := k8sfake.NewClientset(rev), fake.NewSimpleClientset(ud)
 	c := &Controller{kubeClient: kube, client: client}
 	c.Base = base.New(ControllerName, Kind, record.NewFakeRecorder(10))
-	r := &reconciler{obs: &observed{target: unitedDeploymentTarget{ud}}, canary: zonesCanary(), targetWrites: []targetWrite{
+	r := &inPlacePlan{decision: &decision{obs: &observed{target: unitedDeploymentTarget{ud}}, canary: zonesCanary()}, target: unitedDeploymentTarget{ud}, writes: []targetWrite{
 		{kind: setPartition, partition: 4, step: 1},
 		{kind: restoreTemplate, revision: "web-1", reason: "AnalysisFailed"},
 	}}
-	if f, err := c.executeTarget(context.Background(), r); f != nil || err != nil {
-		t.Fatalf("executeTarget: %v %v", f, err)
+	if f, err := r.execute(context.Background(), c); f != nil || err != nil {
+		t.Fatalf("execute: %v %v", f, err)
 	}
 	var got []string
 	for _, a := range append(kube.Actions(), client.Actions()...) {

@@ -404,8 +404,9 @@ func TestTrafficDynamicStableScale(t *testing.T) {
 
 func mustObserve(t *testing.T, f *trafficFixture) *observed {
 	t.Helper()
-	obs, err := f.ctrl.observe(f.canary())
-	if err != nil {
+	cn := f.canary()
+	obs := &observed{canary: cn}
+	if err := releaseFor(cn).observe(context.Background(), f.ctrl, obs); err != nil {
 		t.Fatal(err)
 	}
 	return obs

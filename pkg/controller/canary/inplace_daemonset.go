@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -38,7 +39,7 @@ import (
 
 const (
 	kindDaemonSet = "DaemonSet"
-	// daemonSetReadTimeout bounds the reads of a sync (targetKind.get has no context).
+	// daemonSetReadTimeout bounds the reads of a sync's revisions and pods within its context.
 	daemonSetReadTimeout = 30 * time.Second
 )
 
@@ -53,7 +54,7 @@ func (c *Controller) watchDaemonSets(kube kubernetes.Interface) {
 		}
 	})
 	w.SetHandler(c.targetHandler(kindDaemonSet))
-	c.SetTargetKind(kindDaemonSet, daemonSetKind{kube: kube, watches: w})
+	c.SetTargetKind(kindDaemonSet, daemonSetKind{kube: kube, watches: w, clock: c.clock})
 }
 
 // daemonSetKind is the DaemonSet targetKind: the named watches of the targeted DaemonSets, and
@@ -61,16 +62,17 @@ func (c *Controller) watchDaemonSets(kube kubernetes.Interface) {
 type daemonSetKind struct {
 	kube    kubernetes.Interface
 	watches *namedWatches
+	clock   clock.PassiveClock // the controller's: a pod's availability is judged at its now
 }
 
-func (k daemonSetKind) get(namespace, name string) (targetWorkload, error) {
+func (k daemonSetKind) get(ctx context.Context, namespace, name string) (targetWorkload, error) {
 	obj, ok := k.watches.get(namespace, name)
 	if !ok {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), daemonSetReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, daemonSetReadTimeout)
 	defer cancel()
-	return readDaemonSet(ctx, k.kube, obj.(*appsv1.DaemonSet), time.Now())
+	return readDaemonSet(ctx, k.kube, obj.(*appsv1.DaemonSet), k.clock.Now())
 }
 
 func (k daemonSetKind) reference(canary cache.ObjectName, name string) bool {
@@ -400,28 +402,32 @@ func (t *daemonSetTarget) converge(ctx context.Context, c *Controller, keep int3
 		strings.Join(names, ", "), t.Name, t.revisionName(t.update), keep, t.maxUnavailable()), nil
 }
 
-// releaseHold, when no release is under way, writes back the updateStrategy the DaemonSet had
-// before the hold, so that it updates its pods by itself again; in the middle of a release it
-// leaves it OnDelete (RollingUpdate would update the rest without steps) and says so.
-func (daemonSetKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
-	name := cn.Spec.TargetRef.Name
-	ds, err := c.kubeClient.AppsV1().DaemonSets(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+func (daemonSetKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
+	return found(func(ds *appsv1.DaemonSet) heldWorkload { return heldDaemonSet{ds} })(
+		c.kubeClient.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+// heldDaemonSet is held by updateStrategy OnDelete, its own strategy kept in an annotation:
+// written back when no release is under way, so that the DaemonSet updates its pods by itself
+// again; in the middle of a release it stays OnDelete (RollingUpdate would update the rest
+// without steps).
+type heldDaemonSet struct{ *appsv1.DaemonSet }
+
+func (d heldDaemonSet) held() bool {
+	_, held := d.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy]
+	return held
+}
+
+func (d heldDaemonSet) midRelease() string {
+	if d.Status.UpdatedNumberScheduled >= d.Status.DesiredNumberScheduled {
+		return ""
 	}
-	if err != nil {
-		return fmt.Errorf("reading DaemonSet %s: %w", name, err)
-	}
-	orig, held := ds.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy]
-	if !held {
-		return nil
-	}
-	if ds.Status.UpdatedNumberScheduled < ds.Status.DesiredNumberScheduled {
-		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
-			"Canary deleted mid-release: DaemonSet %q stays updateStrategy OnDelete (%d of %d pods on its new template); delete its old pods to finish, or kubectl rollout undo ds/%s and delete the pods of the new template to undo, then set its updateStrategy back",
-			ds.Name, ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Name)
-		return nil
-	}
+	return fmt.Sprintf("DaemonSet %q stays updateStrategy OnDelete (%d of %d pods on its new template); delete its old pods to finish, or kubectl rollout undo ds/%s and delete the pods of the new template to undo, then set its updateStrategy back",
+		d.Name, d.Status.UpdatedNumberScheduled, d.Status.DesiredNumberScheduled, d.Name)
+}
+
+func (d heldDaemonSet) unhold(ctx context.Context, c *Controller) (string, error) {
+	orig := d.Annotations[v1alpha1.AnnotationDaemonSetUpdateStrategy]
 	var strategy any = map[string]string{"type": string(appsv1.RollingUpdateDaemonSetStrategyType)}
 	if json.Valid([]byte(orig)) {
 		strategy = json.RawMessage(orig)
@@ -431,12 +437,8 @@ func (daemonSetKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha
 		"spec":     map[string]any{"updateStrategy": strategy},
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := c.kubeClient.AppsV1().DaemonSets(cn.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the hold of DaemonSet %s: %w", ds.Name, err)
-	}
-	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
-		"Canary deleted: DaemonSet %q is no longer held (updateStrategy %s again) and updates its pods by itself", ds.Name, orig)
-	return nil
+	_, err = c.kubeClient.AppsV1().DaemonSets(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return fmt.Sprintf("DaemonSet %q is no longer held (updateStrategy %s again) and updates its pods by itself", d.Name, orig), err
 }

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -40,9 +38,9 @@ type unitedDeploymentKind struct {
 	lister listers.UnitedDeploymentLister
 }
 
-func (k unitedDeploymentKind) get(namespace, name string) (targetWorkload, error) {
+func (k unitedDeploymentKind) get(_ context.Context, namespace, name string) (targetWorkload, error) {
 	wrap := func(ud *v1alpha1.UnitedDeployment) targetWorkload { return unitedDeploymentTarget{ud} }
-	return listed(wrap)(k.lister.UnitedDeployments(namespace).Get(name))
+	return found(wrap)(k.lister.UnitedDeployments(namespace).Get(name))
 }
 
 // unitedDeploymentTarget is a targeted UnitedDeployment as one sync read it.
@@ -222,31 +220,30 @@ type revisionData struct {
 	TemplatePool json.RawMessage `json:"templatePool"`
 }
 
-// releaseHold drops the partitions the Canary held when no release is under way, so that the
-// UnitedDeployment updates its subsets by itself again; mid-release it leaves them and says so.
-func (unitedDeploymentKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
-	name := cn.Spec.TargetRef.Name
-	ud, err := c.client.AppsV1alpha1().UnitedDeployments(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+func (unitedDeploymentKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
+	return found(func(ud *v1alpha1.UnitedDeployment) heldWorkload { return heldUnitedDeployment{ud} })(
+		c.client.AppsV1alpha1().UnitedDeployments(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+// heldUnitedDeployment is held by its partitions: dropped when no release is under way, so that
+// the UnitedDeployment updates its subsets by itself again; mid-release they stay.
+type heldUnitedDeployment struct{ *v1alpha1.UnitedDeployment }
+
+func (u heldUnitedDeployment) held() bool {
+	m := u.Spec.UpdateStrategy.ManualUpdate
+	return m != nil && len(m.Partitions) > 0
+}
+
+func (u heldUnitedDeployment) midRelease() string {
+	if u.Status.UpdatedRevision == u.Status.CurrentRevision {
+		return ""
 	}
-	if err != nil {
-		return fmt.Errorf("reading UnitedDeployment %s: %w", name, err)
-	}
-	if m := ud.Spec.UpdateStrategy.ManualUpdate; m == nil || len(m.Partitions) == 0 {
-		return nil
-	}
-	if ud.Status.UpdatedRevision != ud.Status.CurrentRevision {
-		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
-			"Canary deleted mid-release: UnitedDeployment %q keeps its partitions (%d pods on revision %s); lower them to finish or restore its template to undo",
-			ud.Name, ud.Status.UpdatedReplicas, ud.Status.UpdatedRevision)
-		return nil
-	}
+	return fmt.Sprintf("UnitedDeployment %q keeps its partitions (%d pods on revision %s); lower them to finish or restore its template to undo",
+		u.Name, u.Status.UpdatedReplicas, u.Status.UpdatedRevision)
+}
+
+func (u heldUnitedDeployment) unhold(ctx context.Context, c *Controller) (string, error) {
 	patch := []byte(`{"spec":{"updateStrategy":{"manualUpdate":{"partitions":null}}}}`)
-	if _, err := c.client.AppsV1alpha1().UnitedDeployments(cn.Namespace).Patch(ctx, ud.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the partitions of UnitedDeployment %s: %w", ud.Name, err)
-	}
-	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
-		"Canary deleted: UnitedDeployment %q is no longer held (its partitions removed) and updates its subsets by itself again", ud.Name)
-	return nil
+	_, err := c.client.AppsV1alpha1().UnitedDeployments(u.Namespace).Patch(ctx, u.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return fmt.Sprintf("UnitedDeployment %q is no longer held (its partitions removed) and updates its subsets by itself again", u.Name), err
 }

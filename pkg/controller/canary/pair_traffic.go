@@ -39,12 +39,12 @@ type trafficPlan struct {
 	written *gatewayv1.HTTPRoute // the route as patched, once written
 }
 
-// planTraffic decides the route's weights and header rule, then holds back the Deployment
+// route decides the route's weights and header rule, then holds back the Deployment
 // writes that traffic must precede: nothing moves while routing is not ready; no canary pod goes
 // while the route (as observed) sends the canary traffic; no stable pod goes below what the
 // stable weight needs. The route is written before any Deployment write of the sync (execute),
 // so an abort takes the canary's traffic away before it scales anything.
-func (r *reconciler) planTraffic() {
+func (r *pairPlan) route() {
 	if r.obs.traffic == nil {
 		return
 	}
@@ -68,14 +68,14 @@ func (r *reconciler) planTraffic() {
 	r.boundStable(t.current.CanaryWeight)
 }
 
-func (r *reconciler) services() traffic.Services {
+func (r *decision) services() traffic.Services {
 	g := r.canary.Spec.TrafficRouting.GatewayAPI
 	return traffic.Services{Stable: g.StableService, Canary: g.CanaryService}
 }
 
 // checkTraffic returns why the route or the Services cannot be used ("" when they can). The
 // Services must select the right pods: the agent reports a wrong selector, never fixes it.
-func (r *reconciler) checkTraffic() (reason, message string) {
+func (r *pairPlan) checkTraffic() (reason, message string) {
 	t, g := r.traffic, r.canary.Spec.TrafficRouting.GatewayAPI
 	switch {
 	case t.obs.unavailable:
@@ -110,8 +110,8 @@ func (r *reconciler) checkTraffic() (reason, message string) {
 	return "", ""
 }
 
-// rollingBack reports whether this sync rolls the release back.
-func (r *reconciler) rollingBack() bool {
+// rollsBack reports whether this sync rolls the release back.
+func (r *decision) rollsBack() bool {
 	return r.canary.Spec.Rollback || r.phase == v1alpha1.CanaryRollingBack || r.phase == v1alpha1.CanaryRolledBack
 }
 
@@ -120,15 +120,15 @@ func (r *reconciler) rollingBack() bool {
 // step's weight, by default the canary's share of available pods, and the step's header
 // matches. While a step's pods come up, its header matches and an explicit weight wait for
 // them: the previous step's routing holds meanwhile.
-func (r *reconciler) desiredTraffic() (int32, []v1alpha1.CanaryHeaderMatch) {
+func (r *pairPlan) desiredTraffic() (int32, []v1alpha1.CanaryHeaderMatch) {
 	cn, st := r.canary, &r.status
 	avail := r.canaryAvailable()
 	switch {
-	case r.rollingBack() && r.obs.stable != nil && r.obs.stable.Status.AvailableReplicas == 0:
+	case r.rollsBack() && r.obs.stable != nil && r.obs.stable.Status.AvailableReplicas == 0:
 		// Aborted after completion: no stable pod serves yet. Routing to it would be an outage;
 		// the canary keeps its weight until the first stable pod is available.
 		return r.traffic.current.CanaryWeight, nil
-	case r.rollingBack() || st.CurrentBatch == 0 || avail == 0:
+	case r.rollsBack() || st.CurrentBatch == 0 || avail == 0:
 		return 0, nil
 	case r.phase == v1alpha1.CanaryCompleted:
 		return 100, nil
@@ -165,7 +165,7 @@ func specStep(cn *v1alpha1.Canary, k int) *v1alpha1.CanaryStep {
 
 // holdWrites drops the decided Deployment writes that hold reports, and makes the Deployments
 // as they will be after the writes match what is left.
-func (r *reconciler) holdWrites(hold func(deploymentWrite) bool) {
+func (r *pairPlan) holdWrites(hold func(deploymentWrite) bool) {
 	kept := r.writes[:0]
 	for _, w := range r.writes {
 		if !hold(w) {
@@ -194,8 +194,8 @@ func (r *reconciler) holdWrites(hold func(deploymentWrite) bool) {
 // boundStable keeps the stable Deployment at what its weight (100 − the route's canary weight)
 // needs: ceil(replicas × weight / 100). With spec.dynamicStableScale it shrinks to exactly that
 // as the weight falls; otherwise it only never goes below it.
-func (r *reconciler) boundStable(canaryWeight int32) {
-	if r.stable == nil || r.rollingBack() {
+func (r *pairPlan) boundStable(canaryWeight int32) {
+	if r.stable == nil || r.rollsBack() {
 		return
 	}
 	replicas := r.canary.Spec.Replicas
@@ -215,7 +215,7 @@ func (r *reconciler) boundStable(canaryWeight int32) {
 }
 
 // setTrafficStatus records in st what the route carries and the TrafficRoutingReady condition.
-func setTrafficStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
+func setTrafficStatus(r *decision, st *v1alpha1.CanaryStatus) {
 	t := r.traffic
 	if t == nil {
 		st.TrafficRouting = nil

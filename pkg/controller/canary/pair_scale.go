@@ -22,7 +22,7 @@ import (
 //
 // With hold (spec.paused) the canary Deployment is left as it is and the stable Deployment may
 // only grow.
-func (r *reconciler) scale(target int32, hold bool) {
+func (r *pairPlan) scale(target int32, hold bool) {
 	replicas := r.canary.Spec.Replicas
 	stable := replicasOf(r.stable)
 	want := max(0, replicas-min(r.canaryCapacity(), target))
@@ -53,7 +53,7 @@ func (r *reconciler) scale(target int32, hold bool) {
 // target, adding at most room pods. It reports whether the canary's availability may be
 // trusted to shrink the stable Deployment: only while its status describes its spec, template
 // and minReadySeconds (a scale-up does not make the available pods any less available).
-func (r *reconciler) growCanary(target int32, hold bool, room int32) bool {
+func (r *pairPlan) growCanary(target int32, hold bool, room int32) bool {
 	d := r.canaryDep
 	if d == nil {
 		if !hold {
@@ -77,7 +77,7 @@ func (r *reconciler) growCanary(target int32, hold bool, room int32) bool {
 // canaryCapacity is how many available canary pods the stable Deployment may give pods up for.
 // While the canary Deployment rolls a new template out, it may remove available pods down to
 // spec − maxUnavailable (updateCanaryTemplate allows the unavailable ones), so no more count.
-func (r *reconciler) canaryCapacity() int32 {
+func (r *pairPlan) canaryCapacity() int32 {
 	n, d := r.canaryAvailable(), r.canaryDep
 	if d != nil && (rollingOut(d) || r.wrote(updateCanary)) {
 		u, _ := intstr.GetScaledValueFromIntOrPercent(rollingBound(d, false), int(replicasOf(d)), false)
@@ -87,7 +87,7 @@ func (r *reconciler) canaryCapacity() int32 {
 }
 
 // surgeLimit is the most pods the stable and canary Deployments may run together.
-func (r *reconciler) surgeLimit() int32 {
+func (r *pairPlan) surgeLimit() int32 {
 	surge, err := v1alpha1.CanaryMaxSurge(&r.canary.Spec)
 	if err != nil {
 		surge = 1 // the schema refuses such a maxSurge; never stall a rollback on it
@@ -97,14 +97,14 @@ func (r *reconciler) surgeLimit() int32 {
 
 // surgeRoom is how many pods may be added now: the surge limit less the pods both Deployments
 // may still run, as decided so far in this sync.
-func (r *reconciler) surgeRoom() int32 {
+func (r *pairPlan) surgeRoom() int32 {
 	return max(0, r.surgeLimit()-r.mayRun(r.stable, restoreStable)-r.mayRun(r.canaryDep, updateCanary))
 }
 
 // mayRun is how many pods a Deployment may run before it next reports: podsOf, and while it
 // rolls a template out (or this sync writes one, a write of kind rollout), its strategy's
 // maxSurge more, which its own rolling update may add.
-func (r *reconciler) mayRun(d *appsv1.Deployment, rollout writeKind) int32 {
+func (r *pairPlan) mayRun(d *appsv1.Deployment, rollout writeKind) int32 {
 	if d == nil {
 		return 0
 	}
@@ -134,7 +134,7 @@ func rollingBound(d *appsv1.Deployment, surge bool) *intstr.IntOrString {
 }
 
 // wrote reports whether this sync decided a write of kind k.
-func (r *reconciler) wrote(k writeKind) bool {
+func (r *pairPlan) wrote(k writeKind) bool {
 	for _, w := range r.writes {
 		if w.kind == k {
 			return true
@@ -172,7 +172,7 @@ func stableGone(d *appsv1.Deployment) bool {
 
 // stableReady reports whether the stable Deployment, as last observed, has at least want pods
 // available and no rollout of its own template under way, so that canary pods may go.
-func (r *reconciler) stableReady(want int32) bool {
+func (r *pairPlan) stableReady(want int32) bool {
 	s := r.stable
 	return !r.stableRest &&
 		statusObserved(s) &&

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,7 +75,7 @@ const kindStatefulSet = "StatefulSet"
 // statefulSetKind is the StatefulSet targetKind over a StatefulSets source.
 type statefulSetKind struct{ source StatefulSets }
 
-func (k statefulSetKind) get(namespace, name string) (targetWorkload, error) {
+func (k statefulSetKind) get(_ context.Context, namespace, name string) (targetWorkload, error) {
 	sts, err := k.source.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -167,33 +166,28 @@ func stsPartition(s *appsv1.StatefulSet) int32 {
 	return 0
 }
 
-// releaseHold sets the partition back to 0 when no release is under way, so that the
-// StatefulSet updates its pods by itself again; in the middle of a release it leaves the
-// partition where it is (lowering it would update the rest without steps) and says so.
-func (statefulSetKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
-	name := cn.Spec.TargetRef.Name
-	sts, err := c.kubeClient.AppsV1().StatefulSets(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+func (statefulSetKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
+	return found(func(s *appsv1.StatefulSet) heldWorkload { return heldStatefulSet{s} })(
+		c.kubeClient.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+// heldStatefulSet is held by its partition: set back to 0 when no release is under way, so that
+// the StatefulSet updates its pods by itself again; in the middle of a release the partition
+// stays where it is (lowering it would update the rest without steps).
+type heldStatefulSet struct{ *appsv1.StatefulSet }
+
+func (s heldStatefulSet) held() bool { return stsPartition(s.StatefulSet) != 0 }
+
+func (s heldStatefulSet) midRelease() string {
+	if s.Status.UpdateRevision == s.Status.CurrentRevision {
+		return ""
 	}
-	if err != nil {
-		return fmt.Errorf("reading StatefulSet %s: %w", name, err)
-	}
-	p := stsPartition(sts)
-	if p == 0 {
-		return nil
-	}
-	if sts.Status.UpdateRevision != sts.Status.CurrentRevision {
-		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
-			"Canary deleted mid-release: StatefulSet %q keeps partition %d (%d pods on revision %s); lower it to finish or restore its template to undo",
-			sts.Name, p, sts.Status.UpdatedReplicas, sts.Status.UpdateRevision)
-		return nil
-	}
+	return fmt.Sprintf("StatefulSet %q keeps partition %d (%d pods on revision %s); lower it to finish or restore its template to undo",
+		s.Name, stsPartition(s.StatefulSet), s.Status.UpdatedReplicas, s.Status.UpdateRevision)
+}
+
+func (s heldStatefulSet) unhold(ctx context.Context, c *Controller) (string, error) {
 	patch := []byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
-	if _, err := c.kubeClient.AppsV1().StatefulSets(cn.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the partition of StatefulSet %s: %w", sts.Name, err)
-	}
-	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
-		"Canary deleted: StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", sts.Name, p)
-	return nil
+	_, err := c.kubeClient.AppsV1().StatefulSets(s.Namespace).Patch(ctx, s.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return fmt.Sprintf("StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", s.Name, stsPartition(s.StatefulSet)), err
 }

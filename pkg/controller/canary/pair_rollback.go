@@ -25,7 +25,7 @@ type StableSnapshot struct {
 // the snapshot if it changed, and the stable Deployment grows back to spec.replicas as fast as
 // the surge budget allows; the canary Deployment shrinks to what the stable pods available do
 // not yet cover (never taking capacity below spec.replicas), down to 0.
-func (r *reconciler) rollback() {
+func (r *pairPlan) rollback() {
 	cn := r.canary
 	st := &r.status
 	replicas := cn.Spec.Replicas
@@ -35,7 +35,7 @@ func (r *reconciler) rollback() {
 			why = "release aborted (" + st.Abort.Reason + ")"
 		}
 		r.event(corev1.EventTypeNormal, v1alpha1.EventRollingBack,
-			"%s at batch %d: scaling stable %q back to %d before the canary goes", why, st.CurrentBatch, cn.Spec.StableRef.Name, replicas)
+			"%s at batch %d: scaling stable %q back to %d before the canary goes", why, st.CurrentBatch, r.names.stable, replicas)
 	}
 
 	snap := r.usableSnapshot()
@@ -67,7 +67,7 @@ func (r *reconciler) rollback() {
 }
 
 // describeRollback sets the phase and message of a rollback.
-func (r *reconciler) describeRollback(restored bool) {
+func (r *pairPlan) describeRollback(restored bool) {
 	replicas := r.canary.Spec.Replicas
 	canaryLeft := podsOf(r.canaryDep) // terminating pods are left until gone
 	switch {
@@ -90,8 +90,8 @@ func (r *reconciler) describeRollback(restored bool) {
 
 // usableSnapshot is the snapshot of the stable Deployment to restore, nil when there is none
 // for it (reported once).
-func (r *reconciler) usableSnapshot() *StableSnapshot {
-	snap, err := r.snapshot()
+func (r *pairPlan) usableSnapshot() *StableSnapshot {
+	snap, err := recordedSnapshot(r.canary)
 	if err == nil && snap != nil && snap.Deployment == r.stable.Name {
 		return snap
 	}
@@ -102,9 +102,9 @@ func (r *reconciler) usableSnapshot() *StableSnapshot {
 	return nil
 }
 
-// snapshot decodes the Canary's v1alpha1.AnnotationStableSnapshot; nil when there is none.
-func (r *reconciler) snapshot() (*StableSnapshot, error) {
-	raw, ok := r.canary.Annotations[v1alpha1.AnnotationStableSnapshot]
+// recordedSnapshot decodes the Canary's v1alpha1.AnnotationStableSnapshot; nil when there is none.
+func recordedSnapshot(cn *v1alpha1.Canary) (*StableSnapshot, error) {
+	raw, ok := cn.Annotations[v1alpha1.AnnotationStableSnapshot]
 	if !ok {
 		return nil, nil
 	}
@@ -118,8 +118,8 @@ func (r *reconciler) snapshot() (*StableSnapshot, error) {
 // ensureSnapshot decides to record the stable Deployment in the Canary's
 // v1alpha1.AnnotationStableSnapshot before the release begins, unless a snapshot of that
 // Deployment is already there.
-func (r *reconciler) ensureSnapshot() {
-	if s, err := r.snapshot(); err == nil && s != nil && s.Deployment == r.stable.Name {
+func (r *pairPlan) ensureSnapshot() {
+	if s, err := recordedSnapshot(r.canary); err == nil && s != nil && s.Deployment == r.stable.Name {
 		return
 	}
 	raw, _ := json.Marshal(StableSnapshot{ // a pod template always encodes
@@ -133,7 +133,7 @@ func (r *reconciler) ensureSnapshot() {
 // restoreStable decides to put the snapshot's pod template back on the stable Deployment and set
 // its replicas, in one JSON patch (a merge patch would merge the old template into the new one
 // instead of replacing it).
-func (r *reconciler) restoreStable(snap *StableSnapshot, replicas int32) {
+func (r *pairPlan) restoreStable(snap *StableSnapshot, replicas int32) {
 	d := r.stable.DeepCopy()
 	patch, _ := json.Marshal([]map[string]any{ // a pod template always encodes
 		{"op": "replace", "path": "/spec/template", "value": snap.Template},

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -55,8 +53,8 @@ type tappKind struct {
 	lister appslisters.TAppLister
 }
 
-func (k tappKind) get(namespace, name string) (targetWorkload, error) {
-	return listed(func(t *v1alpha1.TApp) targetWorkload { return tappTarget{t} })(k.lister.TApps(namespace).Get(name))
+func (k tappKind) get(_ context.Context, namespace, name string) (targetWorkload, error) {
+	return found(func(t *v1alpha1.TApp) targetWorkload { return tappTarget{t} })(k.lister.TApps(namespace).Get(name))
 }
 
 // tappTarget is a targeted TApp as one sync read it.
@@ -196,31 +194,27 @@ func tappPartition(t *v1alpha1.TApp) int32 {
 	return 0
 }
 
-// releaseHold sets the partition back to 0 when no release is under way, so that the TApp
-// updates its instances by itself again; in the middle of a release it leaves the partition
-// where it is (lowering it would update the rest without steps) and says so.
-func (k tappKind) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
-	t, err := k.lister.TApps(cn.Namespace).Get(cn.Spec.TargetRef.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
+func (tappKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
+	return found(func(t *v1alpha1.TApp) heldWorkload { return heldTApp{t} })(
+		c.client.AppsV1alpha1().TApps(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+// heldTApp is held by its partition: set back to 0 when no release is under way, so that the
+// TApp updates its instances by itself again; in the middle of a release the partition stays
+// where it is (lowering it would update the rest without steps).
+type heldTApp struct{ *v1alpha1.TApp }
+
+func (t heldTApp) held() bool { return tappPartition(t.TApp) != 0 }
+
+func (t heldTApp) midRelease() string {
+	if t.Status.UpdateRevision == t.Status.CurrentRevision {
+		return ""
 	}
-	if err != nil {
-		return fmt.Errorf("reading TApp %s: %w", cn.Spec.TargetRef.Name, err)
-	}
-	p := tappPartition(t)
-	if p == 0 {
-		return nil
-	}
-	if t.Status.UpdateRevision != t.Status.CurrentRevision {
-		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventPartitionSet,
-			"Canary deleted mid-release: TApp %q keeps partition %d (%d instances on revision %s); lower it to finish (kubectl workload set-partition tapp/%s 0) or undo it (kubectl workload undo tapp/%s)",
-			t.Name, p, t.Status.UpdatedReplicas, t.Status.UpdateRevision, t.Name, t.Name)
-		return nil
-	}
-	if err := c.patchTAppPartition(ctx, t.Namespace, t.Name, 0); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the hold: %w", err)
-	}
-	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet,
-		"Canary deleted: TApp %q is no longer held (partition %d → 0) and updates its instances by itself again", t.Name, p)
-	return nil
+	return fmt.Sprintf("TApp %q keeps partition %d (%d instances on revision %s); lower it to finish (kubectl workload set-partition tapp/%s 0) or undo it (kubectl workload undo tapp/%s)",
+		t.Name, tappPartition(t.TApp), t.Status.UpdatedReplicas, t.Status.UpdateRevision, t.Name, t.Name)
+}
+
+func (t heldTApp) unhold(ctx context.Context, c *Controller) (string, error) {
+	err := c.patchTAppPartition(ctx, t.Namespace, t.Name, 0)
+	return fmt.Sprintf("TApp %q is no longer held (partition %d → 0) and updates its instances by itself again", t.Name, tappPartition(t.TApp)), err
 }

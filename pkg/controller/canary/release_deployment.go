@@ -44,27 +44,21 @@ import (
 // TargetDeployment is the targetRef kind of a Canary that releases a Deployment.
 const TargetDeployment = "Deployment"
 
-// isDeploymentTarget reports whether cn releases a Deployment named by spec.targetRef.
-func isDeploymentTarget(cn *v1alpha1.Canary) bool {
-	return cn.Spec.TargetRef != nil && cn.Spec.TargetRef.Kind == TargetDeployment
+// deploymentRelease is the release mode of a Deployment named by spec.targetRef.
+type deploymentRelease struct{}
+
+// deploymentNames are the target Deployment and the temporary canary one.
+func (deploymentRelease) deploymentNames(cn *v1alpha1.Canary) []string {
+	return []string{cn.Spec.TargetRef.Name, TemporaryCanaryName(cn.Name)}
 }
 
-// TemporaryCanaryName is the name of the canary Deployment of a Canary that releases a
-// Deployment through spec.targetRef.
-func TemporaryCanaryName(canary string) string { return v1alpha1.TemporaryCanaryName(canary) }
-
-// deploymentNames are the Deployments a Canary names: its stable and canary Deployments, or
-// its target Deployment and the temporary canary one.
-func deploymentNames(cn *v1alpha1.Canary) []string {
-	if isDeploymentTarget(cn) {
-		return []string{cn.Spec.TargetRef.Name, TemporaryCanaryName(cn.Name)}
-	}
-	return []string{cn.Spec.StableRef.Name, cn.Spec.Canary.Name}
+func (deploymentRelease) target(cn *v1alpha1.Canary) *v1alpha1.CanaryTargetRef {
+	return cn.Spec.TargetRef
 }
 
-// observeDeploymentTarget reads the target Deployment and the temporary canary Deployment (nil
-// when they do not exist), and who holds the target.
-func (c *Controller) observeDeploymentTarget(obs *observed) error {
+// observe reads the target Deployment and the temporary canary Deployment (nil when they do
+// not exist), and who holds the target.
+func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed) error {
 	cn := obs.canary
 	var err error
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
@@ -76,6 +70,150 @@ func (c *Controller) observeDeploymentTarget(obs *observed) error {
 	obs.targetHolder = c.holder(cn)
 	return nil
 }
+
+func (deploymentRelease) plan(d *decision) releasePlan {
+	return &deploymentPlan{pairPlan: newPairPlan(d, pairNames{})}
+}
+
+// deploymentPlan is a Deployment target's side of one sync's plan: the pair's planner over the
+// target (as the stable Deployment) and the temporary canary Deployment, and what the target
+// adds to it.
+type deploymentPlan struct {
+	*pairPlan
+	// pending: the target's template differs from the stable one recorded.
+	pending bool
+	// stableRev is the revision of the stable template; abortedRevision the one a rollback
+	// this sync starts leaves.
+	stableRev       string
+	abortedRevision string
+	// depWrites are the pauses and deletions decided, made before the pair's writes.
+	depWrites []depTargetWrite
+}
+
+// begin refuses a target it cannot release, hands the target and the temporary canary
+// Deployment to the pair's planner, holds a target first seen, and chooses between rolling
+// back, releasing a new template, and holding the target (or handing it over after a release).
+func (r *deploymentPlan) begin() course {
+	cn := r.canary
+	d, ref := r.obs.stable, cn.Spec.TargetRef
+	tmp := TemporaryCanaryName(cn.Name)
+	switch {
+	case d == nil:
+		r.setDegraded(v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
+			"Deployment %q not found in namespace %q: nothing is changed until it exists", ref.Name, cn.Namespace))
+		return decided
+	case r.obs.targetHolder != "":
+		r.setDegraded(v1alpha1.ReasonTargetHeld, fmt.Sprintf(
+			"Deployment %q is released by Canary %q already: one Canary per workload; delete this one or that one", ref.Name, r.obs.targetHolder))
+		return decided
+	case r.obs.canaryDep != nil && !isOwnedBy(r.obs.canaryDep, cn):
+		r.setDegraded(v1alpha1.ReasonCanaryNameConflict, fmt.Sprintf(
+			"Deployment %q already exists and is not owned by this Canary, which releases Deployment %q through a canary Deployment of that name: rename or delete it; nothing is changed until then",
+			tmp, ref.Name))
+		return decided
+	}
+	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template)}
+	r.stable, r.canaryDep = d, r.obs.canaryDep
+
+	snap, err := recordedSnapshot(cn)
+	if err != nil || snap == nil || snap.Deployment != d.Name {
+		r.holdFirst()
+		return decided
+	}
+	r.stableRev = templateRevision(&snap.Template)
+	r.pending = !equality.Semantic.DeepEqual(d.Spec.Template, snap.Template)
+	if r.pending && d.Spec.Paused {
+		r.stable = pausedView(d)
+	}
+	return r.course()
+}
+
+// course decides between the release, the rollback, and the hold (or hand-over) of a target
+// whose stable template is recorded.
+func (r *deploymentPlan) course() course {
+	cn, st := r.canary, &r.status
+	rollback := cn.Spec.Rollback || r.aborted()
+	if a := st.Abort; a != nil && r.aborted() && !cn.Spec.Rollback && r.pending && st.Phase == v1alpha1.CanaryRolledBack {
+		// The release rolled back by itself and the template changed since: that change is the
+		// next release (the Deployment in Git moved on), from step 1.
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
+			"Deployment %q has a new template after the release aborted at step %d (%s): releasing it from step 1", r.stable.Name, a.Step, a.Reason)
+		st.Abort, st.Phase = nil, v1alpha1.CanaryProgressing
+		st.Target = nil // whatever the template, it is a new release
+		rollback = false
+	}
+	switch {
+	case rollback:
+		return rollingBack
+	case r.pending:
+		r.startRelease()
+		return progressing
+	default:
+		return holding
+	}
+}
+
+// startRelease starts the release of a new template (or one changed mid-release) from step 1,
+// the target paused first: it must not roll the new template by itself.
+func (r *deploymentPlan) startRelease() {
+	d, st := r.stable, &r.status
+	update := templateRevision(&d.Spec.Template)
+	if st.Target == nil || st.Target.UpdateRevision != update {
+		r.restart()
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
+			"Deployment %q has a new pod template %s: releasing it through the steps from template %s, on canary Deployment %q",
+			d.Name, update, r.stableRev, r.names.canary)
+	}
+	r.setPaused(true)
+}
+
+// settle starts the hand-over once every step is complete and the target has no pod left: the
+// new template is the stable one from now on, and the target is resumed so that its controller
+// makes the ReplicaSet of it (with no replicas); handOver then pauses it and scales it up.
+func (r *deploymentPlan) settle() {
+	if !r.completed() || !stableGone(r.stable) {
+		return
+	}
+	r.recordStable()
+	r.setPaused(false)
+	r.handOverMessage()
+	// The release completes at the end of the hand-over, not with its last step.
+	r.events = slices.DeleteFunc(r.events, func(e event) bool { return e.reason == v1alpha1.EventReleaseComplete })
+}
+
+// hold keeps a target with nothing to release held, handing it over first when a temporary
+// canary Deployment is left from the release.
+func (r *deploymentPlan) hold() {
+	if r.canaryDep != nil {
+		r.handOver()
+		return
+	}
+	r.holdDeploymentTarget()
+}
+
+// rollback returns the target to its stable template (pair_rollback.go: the snapshot's
+// template written back, the target grown back before the canary goes), then deletes the
+// temporary canary Deployment and holds the target again.
+func (r *deploymentPlan) rollback() {
+	d := r.stable
+	if r.pending {
+		r.abortedRevision = templateRevision(&d.Spec.Template)
+	}
+	if !d.Spec.Paused && statusObserved(d) {
+		r.setPaused(true)
+	}
+	r.pairPlan.rollback()
+	if r.phase != v1alpha1.CanaryRolledBack {
+		return
+	}
+	r.deleteTemporary()
+	r.message = fmt.Sprintf("rolled back: Deployment %q serves %d pods on its previous template, held paused; canary Deployment %q deleted",
+		d.Name, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name))
+}
+
+// TemporaryCanaryName is the name of the canary Deployment of a Canary that releases a
+// Deployment through spec.targetRef.
+func TemporaryCanaryName(canary string) string { return v1alpha1.TemporaryCanaryName(canary) }
 
 // templateRevision names a pod template in status.target: a hash of it.
 func templateRevision(t *corev1.PodTemplateSpec) string {
@@ -102,79 +240,6 @@ type depTargetWrite struct {
 	uid  types.UID // deleteTemporary: the Deployment deleted, as a precondition
 }
 
-// reconcileDeploymentTarget is reconcile for a Canary whose spec.targetRef is a Deployment. For
-// the plan only, the Canary's spec names the target as its stableRef and the temporary canary
-// Deployment, made from the target's template, as its canary: the shared release reads them.
-func (r *reconciler) reconcileDeploymentTarget() {
-	cn := r.canary
-	steps, err := stepsOf(&cn.Spec)
-	if err != nil {
-		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
-		return
-	}
-	r.steps = steps
-	d, ref := r.obs.stable, cn.Spec.TargetRef
-	tmp := TemporaryCanaryName(cn.Name)
-	switch {
-	case d == nil:
-		r.setDegraded(v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
-			"Deployment %q not found in namespace %q: nothing is changed until it exists", ref.Name, cn.Namespace))
-		return
-	case r.obs.targetHolder != "":
-		r.setDegraded(v1alpha1.ReasonTargetHeld, fmt.Sprintf(
-			"Deployment %q is released by Canary %q already: one Canary per workload; delete this one or that one", ref.Name, r.obs.targetHolder))
-		return
-	case r.obs.canaryDep != nil && !isOwnedBy(r.obs.canaryDep, cn):
-		r.setDegraded(v1alpha1.ReasonCanaryNameConflict, fmt.Sprintf(
-			"Deployment %q already exists and is not owned by this Canary, which releases Deployment %q through a canary Deployment of that name: rename or delete it; nothing is changed until then",
-			tmp, ref.Name))
-		return
-	}
-	saved := cn.Spec
-	defer func() { cn.Spec = saved }()
-	cn.Spec.StableRef = v1alpha1.StableRef{Name: ref.Name}
-	cn.Spec.Canary = v1alpha1.CanaryTarget{Name: tmp, Template: *temporaryTemplate(cn.Name, &d.Spec.Template)}
-	r.stable, r.canaryDep = d, r.obs.canaryDep
-
-	snap, err := r.snapshot()
-	if err != nil || snap == nil || snap.Deployment != d.Name {
-		r.holdFirst()
-		return
-	}
-	r.stableRev = templateRevision(&snap.Template)
-	pending := !equality.Semantic.DeepEqual(d.Spec.Template, snap.Template)
-	if pending && d.Spec.Paused {
-		r.stable = pausedView(d)
-	}
-	r.dispatchDeploymentTarget(pending)
-}
-
-// dispatchDeploymentTarget decides between the release, the rollback, the hand-over and the
-// hold of a Deployment target whose stable template is recorded.
-func (r *reconciler) dispatchDeploymentTarget(pending bool) {
-	cn, st := r.canary, &r.status
-	rollback := cn.Spec.Rollback || r.aborted()
-	if a := st.Abort; a != nil && r.aborted() && !cn.Spec.Rollback && pending && st.Phase == v1alpha1.CanaryRolledBack {
-		// The release rolled back by itself and the template changed since: that change is the
-		// next release (the Deployment in Git moved on), from step 1.
-		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
-			"Deployment %q has a new template after the release aborted at step %d (%s): releasing it from step 1", r.stable.Name, a.Step, a.Reason)
-		st.Abort, st.Phase = nil, v1alpha1.CanaryProgressing
-		st.Target = nil // whatever the template, it is a new release
-		rollback = false
-	}
-	switch {
-	case rollback:
-		r.rollbackDeploymentTarget(pending)
-	case pending:
-		r.releaseDeploymentTarget()
-	case r.canaryDep != nil:
-		r.handOver()
-	default:
-		r.holdDeploymentTarget()
-	}
-}
-
 // temporaryTemplate is the template of the temporary canary Deployment: the target's, with the
 // label naming the Canary, which its selector adds to the target's labels so that the two
 // Deployments never select each other's pods for their own.
@@ -199,7 +264,7 @@ func pausedView(d *appsv1.Deployment) *appsv1.Deployment {
 
 // holdFirst records the target's template as the stable one, once its own rollout is done, and
 // pauses it: from then on a template change is a release.
-func (r *reconciler) holdFirst() {
+func (r *deploymentPlan) holdFirst() {
 	d := r.stable
 	if rollingOut(d) || d.Status.AvailableReplicas < replicasOf(d) {
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
@@ -215,7 +280,7 @@ func (r *reconciler) holdFirst() {
 }
 
 // recordStable decides to record the target's template as the stable one.
-func (r *reconciler) recordStable() {
+func (r *deploymentPlan) recordStable() {
 	d := r.stable
 	raw, _ := json.Marshal(StableSnapshot{ // a pod template always encodes
 		Deployment: d.Name,
@@ -227,7 +292,7 @@ func (r *reconciler) recordStable() {
 }
 
 // setPaused decides to pause or resume the target, unless it already is.
-func (r *reconciler) setPaused(paused bool) {
+func (r *deploymentPlan) setPaused(paused bool) {
 	d := r.stable
 	if d.Spec.Paused == paused {
 		return
@@ -244,7 +309,7 @@ func (r *reconciler) setPaused(paused bool) {
 
 // holdDeploymentTarget keeps a target with nothing to release paused at spec.replicas, and
 // reports the last release.
-func (r *reconciler) holdDeploymentTarget() {
+func (r *deploymentPlan) holdDeploymentTarget() {
 	d, cn, st := r.stable, r.canary, &r.status
 	if replicasOf(d) != cn.Spec.Replicas {
 		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
@@ -274,46 +339,10 @@ func (r *reconciler) holdDeploymentTarget() {
 	}
 }
 
-// releaseDeploymentTarget moves the release of the target's new template through the steps,
-// then starts the hand-over.
-func (r *reconciler) releaseDeploymentTarget() {
-	d, st := r.stable, &r.status
-	update := templateRevision(&d.Spec.Template)
-	if st.Target == nil || st.Target.UpdateRevision != update {
-		// A new template to release (or one changed mid-release): from step 1, every pause
-		// waiting for a person again (the approvals were the last release's).
-		st.CurrentBatch, st.Batches, st.Analysis = 0, nil, nil
-		if r.canary.Spec.ApprovedBatch != 0 {
-			r.resetApproval = r.canary.Spec.ApprovedBatch
-			r.canary.Spec.ApprovedBatch = 0
-		}
-		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
-			"Deployment %q has a new pod template %s: releasing it through the steps from template %s, on canary Deployment %q",
-			d.Name, update, r.stableRev, r.canary.Spec.Canary.Name)
-	}
-	// Paused first: the Deployment must not roll the new template by itself.
-	r.setPaused(true)
-	r.progress()
-	if r.aborted() {
-		r.rollbackDeploymentTarget(true)
-		return
-	}
-	if r.completed() && stableGone(r.stable) {
-		// Every step is complete and the target has no pod left: the new template is the
-		// stable one from now on, and the target is resumed so that its controller makes the
-		// ReplicaSet of it (with no replicas); handOver then pauses it and scales it up.
-		r.recordStable()
-		r.setPaused(false)
-		r.handOverMessage()
-		// The release completes at the end of the hand-over, not with its last step.
-		r.events = slices.DeleteFunc(r.events, func(e event) bool { return e.reason == v1alpha1.EventReleaseComplete })
-	}
-}
-
 // handOver scales the target (its new template's ReplicaSet) back up to spec.replicas while
 // the temporary canary Deployment is scaled down as the target's pods become available, within
 // the surge bound; then deletes the canary Deployment and completes the release.
-func (r *reconciler) handOver() {
+func (r *deploymentPlan) handOver() {
 	d := r.stable
 	replicas := r.canary.Spec.Replicas
 	if !d.Spec.Paused {
@@ -348,43 +377,23 @@ func (r *reconciler) handOver() {
 }
 
 // handOverMessage describes the hand-over.
-func (r *reconciler) handOverMessage() {
+func (r *deploymentPlan) handOverMessage() {
 	r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
 	r.message = fmt.Sprintf("all %d steps complete, handing over: Deployment %q has %d of %d pods available on the new template; canary Deployment %q keeps %d until they are",
 		len(r.steps), r.stable.Name, r.stable.Status.AvailableReplicas, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name), podsOf(r.canaryDep))
 }
 
 // deleteTemporary decides to delete the temporary canary Deployment.
-func (r *reconciler) deleteTemporary() {
+func (r *deploymentPlan) deleteTemporary() {
 	if r.canaryDep == nil {
 		return
 	}
 	r.depWrites = append(r.depWrites, depTargetWrite{kind: deleteTemporary, name: r.canaryDep.Name, uid: r.canaryDep.UID})
 }
 
-// rollbackDeploymentTarget returns the target to its stable template (rollback.go: the
-// snapshot's template written back, the target grown back before the canary goes), then
-// deletes the temporary canary Deployment and holds the target again.
-func (r *reconciler) rollbackDeploymentTarget(pending bool) {
-	d := r.stable
-	if pending {
-		r.abortedRevision = templateRevision(&d.Spec.Template)
-	}
-	if !d.Spec.Paused && statusObserved(d) {
-		r.setPaused(true)
-	}
-	r.rollback()
-	if r.phase != v1alpha1.CanaryRolledBack {
-		return
-	}
-	r.deleteTemporary()
-	r.message = fmt.Sprintf("rolled back: Deployment %q serves %d pods on its previous template, held paused; canary Deployment %q deleted",
-		d.Name, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name))
-}
-
-// executeDeploymentTarget makes the target's pause and resume and the deletion of the temporary
-// canary Deployment, stopping at the first the API server refuses.
-func (c *Controller) executeDeploymentTarget(ctx context.Context, r *reconciler) (*failure, error) {
+// execute makes the target's pause and resume and the deletion of the temporary canary
+// Deployment, then the pair's writes, stopping at the first the API server refuses.
+func (r *deploymentPlan) execute(ctx context.Context, c *Controller) (*failure, error) {
 	deployments := c.kubeClient.AppsV1().Deployments(r.canary.Namespace)
 	for _, w := range r.depWrites {
 		var err error
@@ -426,12 +435,12 @@ func (c *Controller) executeDeploymentTarget(ctx context.Context, r *reconciler)
 		}
 		c.Recorder.Event(r.canary, corev1.EventTypeNormal, reason, done)
 	}
-	return nil, nil
+	return r.pairPlan.execute(ctx, c) // then the scales and template writes of the pair
 }
 
-// deploymentTargetStatus fills the replica counts and status.target of a Canary that releases a
+// fillStatus fills the replica counts and status.target of a Canary that releases a
 // Deployment: the target is the stable Deployment, the temporary one the canary.
-func deploymentTargetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
+func (r *deploymentPlan) fillStatus(st *v1alpha1.CanaryStatus) {
 	d := r.stable
 	if d == nil {
 		st.Target = nil
@@ -457,24 +466,27 @@ func deploymentTargetStatus(r *reconciler, st *v1alpha1.CanaryStatus) {
 		t.AbortedRevision, t.AbortedRetries = r.abortedRevision, r.canary.Spec.Retries
 	}
 	st.Target = t
+	r.stableStatus(st)
 }
 
 // stableTemplate reports whether d's template is the stable one cn recorded (true when cn
 // recorded none: nothing was released).
 func stableTemplate(cn *v1alpha1.Canary, d *appsv1.Deployment) bool {
-	r := &reconciler{canary: cn}
-	snap, err := r.snapshot()
+	snap, err := recordedSnapshot(cn)
 	if err != nil || snap == nil || snap.Deployment != d.Name {
 		return true
 	}
 	return equality.Semantic.DeepEqual(snap.Template, d.Spec.Template)
 }
 
-// releaseDeploymentHold, as a Canary that releases a Deployment is deleted, resumes the
+// releaseHold, as a Canary that releases a Deployment is deleted, resumes the
 // Deployment when no release is under way, so that it rolls its template by itself again; in
 // the middle of a release it leaves it paused (resuming it would roll the new template without
 // steps) and says so. The temporary canary Deployment is orphaned, as any canary Deployment.
-func (c *Controller) releaseDeploymentHold(ctx context.Context, cn *v1alpha1.Canary) error {
+func (deploymentRelease) releaseHold(ctx context.Context, c *Controller, cn *v1alpha1.Canary) error {
+	if c.holder(cn) != "" {
+		return nil
+	}
 	name := cn.Spec.TargetRef.Name
 	d, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

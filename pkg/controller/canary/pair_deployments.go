@@ -16,18 +16,18 @@ import (
 )
 
 // templateHash is the hash of what the canary Deployment is made from, besides its replicas.
-func (r *reconciler) templateHash() string {
+func (r *pairPlan) templateHash() string {
 	h := fnv.New32a()
-	raw, _ := json.Marshal(r.canary.Spec.Canary.Template)
+	raw, _ := json.Marshal(r.names.template)
 	h.Write(raw)
 	fmt.Fprintf(h, "/minReadySeconds=%d", r.canary.Spec.MinReadySeconds)
 	return fmt.Sprintf("%08x", h.Sum32())
 }
 
 // newCanaryDeployment builds the canary Deployment with the given replicas.
-func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
+func (r *pairPlan) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 	cn := r.canary
-	template := cn.Spec.Canary.Template.DeepCopy()
+	template := r.names.template.DeepCopy()
 	selector := maps.Clone(template.Labels)
 	// The pods carry the agent's labels too (not the selector, which stays the user's): the
 	// agent's pod informer sees only managed-by pods, and podHealth checks read them from it.
@@ -39,7 +39,7 @@ func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 	template.Labels[v1alpha1.LabelCanaryName] = cn.Name
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      cn.Spec.Canary.Name,
+			Name:      r.names.canary,
 			Namespace: cn.Namespace,
 			Labels: map[string]string{
 				v1alpha1.LabelManagedBy:  v1alpha1.ManagedByAgent,
@@ -61,7 +61,7 @@ func (r *reconciler) newCanaryDeployment(replicas int32) *appsv1.Deployment {
 }
 
 // createCanary decides to create the canary Deployment with the given replicas.
-func (r *reconciler) createCanary(replicas int32) {
+func (r *pairPlan) createCanary(replicas int32) {
 	d := r.newCanaryDeployment(replicas)
 	r.canaryDep, r.canaryNew = d, true
 	r.writes = append(r.writes, deploymentWrite{kind: createCanary, object: d.DeepCopy(), to: replicas})
@@ -74,7 +74,7 @@ func (r *reconciler) createCanary(replicas int32) {
 // does not have), and remove only pods that are not available (their capacity is not counted;
 // canaryCapacity counts no more than it keeps). With neither (every canary pod available and
 // no room), the update waits for the stable pods the step lets go.
-func (r *reconciler) updateCanaryTemplate(room int32) bool {
+func (r *pairPlan) updateCanaryTemplate(room int32) bool {
 	hash := r.templateHash()
 	if r.canaryDep.Annotations[v1alpha1.AnnotationTemplateHash] == hash && r.canaryDep.Spec.MinReadySeconds == r.canary.Spec.MinReadySeconds {
 		return false
@@ -110,7 +110,7 @@ func rollingStrategy(surge, unavailable int32) appsv1.DeploymentStrategy {
 // templateChangedAfterCompletion refuses, as Degraded, a new canary template once the release
 // completed: the canary Deployment then serves every replica, so writing the template to it
 // would roll all of them with the Deployment's own strategy, without steps, pauses or checks.
-func (r *reconciler) templateChangedAfterCompletion() bool {
+func (r *pairPlan) templateChangedAfterCompletion() bool {
 	d := r.canaryDep
 	if d == nil || d.Annotations[v1alpha1.AnnotationTemplateHash] == r.templateHash() {
 		return false
@@ -127,7 +127,7 @@ func replicasPatch(n int32) []byte {
 }
 
 // scaleCanary decides to scale the canary Deployment to n.
-func (r *reconciler) scaleCanary(n int32) {
+func (r *pairPlan) scaleCanary(n int32) {
 	d := r.canaryDep.DeepCopy()
 	from := replicasOf(d)
 	d.Spec.Replicas = &n
@@ -136,18 +136,12 @@ func (r *reconciler) scaleCanary(n int32) {
 }
 
 // scaleStable decides to scale the stable Deployment to n.
-func (r *reconciler) scaleStable(n int32) {
+func (r *pairPlan) scaleStable(n int32) {
 	d := r.stable.DeepCopy()
 	from := replicasOf(d)
 	d.Spec.Replicas = &n
 	r.stable, r.stableRest = d, true
 	r.writes = append(r.writes, deploymentWrite{kind: scaleStable, object: d.DeepCopy(), patch: replicasPatch(n), from: from, to: n})
-}
-
-// event records an Event on the Canary about a decision of this sync; it is sent once the
-// sync's status is committed.
-func (r *reconciler) event(eventType, reason, format string, args ...interface{}) {
-	r.events = append(r.events, event{eventType, reason, fmt.Sprintf(format, args...)})
 }
 
 // isOwnedBy reports whether d is controlled by the Canary cn.
