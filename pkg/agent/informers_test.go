@@ -206,7 +206,7 @@ func everything() labels.Selector { return labels.Everything() }
 
 // referencedUnfiltered are the native resources an informer may list and watch without the
 // managed-by selector, each with the controller that references objects of it it did not
-// create. None: the Canary's stable Deployment is watched by name (canary.WatchedDeployments,
+// create. None: the Canary's stable Deployment is watched by name (the canary package's watchedDeployments,
 // tested in pkg/controller/canary), not by an informer of every Deployment.
 var referencedUnfiltered = map[string]string{}
 

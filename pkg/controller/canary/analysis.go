@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -18,13 +17,6 @@ import (
 type measured struct {
 	status v1alpha1.AnalysisCheckStatus
 	next   time.Time
-}
-
-// SetPodLister gives the controller the agent's pods (those with the managed-by label, which
-// the canary Deployment's pod template carries) for podHealth checks. Without it a podHealth
-// check reports an error at each measurement, which ends inconclusive: never a pass.
-func (c *Controller) SetPodLister(pods corelisters.PodLister) {
-	c.analysisEnv.Pods = pods
 }
 
 // measure takes the measurements that are due for the checks of the step the Canary's status

@@ -12,11 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -53,7 +56,7 @@ type Controller struct {
 
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
-	deployments      Deployments
+	deployments      deploymentSource
 	targets          map[string]targetKind // the workloads Canaries target, by kind (target.go)
 	traffic          *trafficClients       // nil without the Gateway API (routes.go)
 	deploymentLister appslisters.DeploymentLister
@@ -63,82 +66,137 @@ type Controller struct {
 	runner      *analysis.Runner
 	analysisEnv analysis.Env
 
-	// mu guards the controller's own last writes, which the cache may not show yet: pending
-	// holds its Deployment writes by Deployment key (see observe), written its last status
-	// write by Canary key (see lastWritten).
-	mu      sync.Mutex
-	pending map[string]pendingWrite
-	written map[string]writtenStatus
+	// mu guards pending, the controller's Deployment writes the cache does not show yet, by
+	// Deployment key (see observe); statuses are its last status write of each Canary while
+	// the cache lags it (see lastWritten).
+	mu       sync.Mutex
+	pending  map[string]pendingWrite
+	statuses *expectations.StatusWrites[*writtenStatus]
 
 	// contests are the objects another field manager keeps changing back (contest.go).
 	contests contests
 }
 
-// NewController returns a Canary controller that watches Canaries and Deployments through the
-// given shared informers. It registers its event handlers and an index on the Canary informer,
-// so it must be called before the informers are started. The Deployment informer must hold
-// every Deployment a Canary names, unless WatchNamed makes the controller watch those by name
-// (then the informer needs only the managed-by ones, the canary Deployments).
-func NewController(
-	kubeClient kubernetes.Interface,
-	client versioned.Interface,
-	canaryInformer informers.CanaryInformer,
-	deploymentInformer appsinformers.DeploymentInformer,
-	recorder record.EventRecorder,
-) (*Controller, error) {
+// Config is what a Canary controller reads and writes through.
+type Config struct {
+	KubeClient kubernetes.Interface
+	Client     versioned.Interface
+	Canaries   informers.CanaryInformer
+	// Deployments holds the canary Deployments (those with the managed-by label) and, unless
+	// WatchByName, every Deployment a Canary names.
+	Deployments appsinformers.DeploymentInformer
+	// WatchByName makes the controller watch each Deployment, StatefulSet and DaemonSet a
+	// Canary names by its name (the agent: it caches no unrelated object). Without it the
+	// Deployments informer must hold the Deployments Canaries name, and StatefulSets and
+	// DaemonSets are not released.
+	WatchByName bool
+	// UnitedDeployments and TApps are the agent's shared informers of those kinds (their own
+	// controllers cache every one anyway); nil: that kind is not released.
+	UnitedDeployments informers.UnitedDeploymentInformer
+	TApps             informers.TAppInformer
+	// Pods holds the agent's pods (the managed-by label, which the canary pod template carries),
+	// for podHealth checks; nil: a podHealth check reports an error at each measurement, which
+	// ends inconclusive, never a pass.
+	Pods coreinformers.PodInformer
+	// Gateway and HTTPRoutes let the controller route traffic (routes.go); nil when the cluster
+	// has no Gateway API: every Canary with traffic routing then says GatewayAPIUnavailable.
+	Gateway    gatewayclient.Interface
+	HTTPRoutes gatewayinformers.HTTPRouteInformer
+	Recorder   record.EventRecorder
+	// Clock is the controller's time; nil for the real clock.
+	Clock clock.PassiveClock
+}
+
+// NewController returns a Canary controller over cfg. It registers its event handlers and
+// indexes on the informers, so it must be called before they are started.
+func NewController(cfg Config) (*Controller, error) {
 	runner, err := analysis.NewRunner()
 	if err != nil {
 		return nil, fmt.Errorf("compiling the analysis conditions' environment: %w", err)
 	}
 	c := &Controller{
-		Base:             base.New(ControllerName, Kind, recorder),
-		kubeClient:       kubeClient,
-		client:           client,
-		canaryLister:     canaryInformer.Lister(),
-		canaryIndexer:    canaryInformer.Informer().GetIndexer(),
-		deployments:      ListerDeployments(deploymentInformer.Lister()),
-		deploymentLister: deploymentInformer.Lister(),
-		clock:            clock.RealClock{},
+		Base:             base.New(ControllerName, Kind, cfg.Recorder),
+		kubeClient:       cfg.KubeClient,
+		client:           cfg.Client,
+		canaryLister:     cfg.Canaries.Lister(),
+		canaryIndexer:    cfg.Canaries.Informer().GetIndexer(),
+		deployments:      listerDeployments{cfg.Deployments.Lister()},
+		deploymentLister: cfg.Deployments.Lister(),
+		clock:            cfg.Clock,
 		runner:           runner,
-		analysisEnv:      analysis.Env{Client: kubeClient},
+		analysisEnv:      analysis.Env{Client: cfg.KubeClient},
 		pending:          map[string]pendingWrite{},
-		written:          map[string]writtenStatus{},
+		statuses:         expectations.NewStatusWrites[*writtenStatus](),
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	c.Lagging = cacheLagging
-
-	if _, exists := c.canaryIndexer.GetIndexers()[deploymentIndex]; !exists {
-		if err := canaryInformer.Informer().AddIndexers(cache.Indexers{deploymentIndex: indexByDeployment}); err != nil {
-			return nil, fmt.Errorf("indexing Canaries by Deployment: %w", err)
+	if err := c.watchCanaries(cfg.Canaries, cfg.Deployments); err != nil {
+		return nil, err
+	}
+	if cfg.WatchByName {
+		c.watchNamed(cfg.KubeClient)
+	}
+	if err := c.watchTargets(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.HTTPRoutes != nil {
+		if err := c.enableTraffic(cfg.Gateway, cfg.HTTPRoutes); err != nil {
+			return nil, err
 		}
 	}
-	if _, exists := c.canaryIndexer.GetIndexers()[targetIndex]; !exists {
-		if err := canaryInformer.Informer().AddIndexers(cache.Indexers{targetIndex: indexByTarget}); err != nil {
-			return nil, fmt.Errorf("indexing Canaries by target: %w", err)
-		}
-	}
-	if err := c.Watch(canaryInformer.Informer(), c.ObjectHandler()); err != nil {
-		return nil, err
-	}
-	if err := c.Watch(deploymentInformer.Informer(), c.deploymentHandler()); err != nil {
-		return nil, err
-	}
-	if err := c.Watch(canaryInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.releaseCanary}); err != nil {
-		return nil, err
+	if cfg.Pods != nil {
+		c.analysisEnv.Pods = cfg.Pods.Lister()
+		c.WaitFor(cfg.Pods.Informer().HasSynced)
 	}
 	return c, nil
 }
 
-// WatchNamed makes the controller read the Deployments Canaries name through a watch of each
-// name (WatchedDeployments) next to its Deployment informer, which then needs to hold only the
-// canary Deployments (managed-by).
-func (c *Controller) WatchNamed(kube kubernetes.Interface) {
-	w := NewWatchedDeployments(kube, c.deploymentLister)
-	w.SetHandler(c.deploymentHandler())
+// watchCanaries indexes the Canaries by the Deployments and targets they name, and enqueues
+// them on their events and on those of their Deployments.
+func (c *Controller) watchCanaries(canaries informers.CanaryInformer, deployments appsinformers.DeploymentInformer) error {
+	for name, index := range map[string]cache.IndexFunc{deploymentIndex: indexByDeployment, targetIndex: indexByTarget} {
+		if _, exists := c.canaryIndexer.GetIndexers()[name]; exists {
+			continue
+		}
+		if err := canaries.Informer().AddIndexers(cache.Indexers{name: index}); err != nil {
+			return fmt.Errorf("indexing Canaries (%s): %w", name, err)
+		}
+	}
+	if err := c.Watch(canaries.Informer(), c.ObjectHandler()); err != nil {
+		return err
+	}
+	if err := c.Watch(deployments.Informer(), c.deploymentHandler()); err != nil {
+		return err
+	}
+	return c.Watch(canaries.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.releaseCanary})
+}
+
+// watchTargets makes the controller release the kinds cfg has informers of.
+func (c *Controller) watchTargets(cfg Config) error {
+	if cfg.UnitedDeployments != nil {
+		if err := c.watchUnitedDeployments(cfg.UnitedDeployments); err != nil {
+			return err
+		}
+	}
+	if cfg.TApps != nil {
+		return c.readTApps(cfg.TApps)
+	}
+	return nil
+}
+
+// watchNamed makes the controller read the Deployments Canaries name through a watch of each
+// name (watchedDeployments) next to its Deployment informer, which then needs to hold only the
+// canary Deployments (managed-by); StatefulSets and DaemonSets are watched by name too.
+func (c *Controller) watchNamed(kube kubernetes.Interface) {
+	w := newWatchedDeployments(kube, c.deploymentLister)
+	w.setHandler(c.deploymentHandler())
 	c.deployments, c.deploymentLister = w, w.Lister()
 	s := newWatchedStatefulSets(kube)
-	s.SetHandler(c.targetHandler(kindStatefulSet))
-	c.SetStatefulSetSource(s)
-	c.watchDaemonSets(kube) // target_daemonset.go
+	s.setHandler(c.targetHandler(kindStatefulSet))
+	c.setStatefulSetSource(s)
+	c.watchDaemonSets(kube) // inplace_daemonset.go
 }
 
 // deploymentHandler enqueues the Canaries of a Deployment on its events.
@@ -158,7 +216,7 @@ func (c *Controller) deploymentHandler() cache.ResourceEventHandler {
 // releaseCanary stops the watches of the names a deleted Canary referenced.
 func (c *Controller) releaseCanary(obj interface{}) {
 	if o, err := expectations.ObjectFromDeleteEvent(obj); err == nil {
-		c.deployments.Release(cache.MetaObjectToName(o))
+		c.deployments.release(cache.MetaObjectToName(o))
 	}
 }
 
@@ -181,8 +239,8 @@ func indexByDeployment(obj interface{}) ([]string, error) {
 // Run waits for the caches to sync, starts workers and blocks until ctx is done; it then shuts
 // the queue down and returns once the workers have finished the items they were processing.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	if w, ok := c.deployments.(*WatchedDeployments); ok {
-		go w.Run(ctx)
+	if w, ok := c.deployments.(*watchedDeployments); ok {
+		go w.run(ctx)
 	}
 	for _, k := range c.targets {
 		go k.run(ctx)

@@ -64,7 +64,7 @@ func TestReleasePauseFirst(t *testing.T) {
 	if b := c.Status.Batches[0]; b.StartTime == nil || !b.StartTime.Time.Equal(start) || b.FinishTime != nil {
 		t.Errorf("batch 1 times: %v, %v; want start %v and no finish", b.StartTime, b.FinishTime, start)
 	}
-	var snap StableSnapshot
+	var snap stableSnapshot
 	if err := json.Unmarshal([]byte(c.Annotations[v1alpha1.AnnotationStableSnapshot]), &snap); err != nil {
 		t.Fatalf("snapshot annotation: %v", err)
 	}
@@ -635,8 +635,8 @@ func TestRun(t *testing.T) {
 	client := fake.NewSimpleClientset(newCanary(v1alpha1.PauseFirst))
 	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
 	canaryInformers := externalversions.NewSharedInformerFactory(client, 0)
-	c, err := NewController(kube, client, canaryInformers.Apps().V1alpha1().Canaries(),
-		kubeInformers.Apps().V1().Deployments(), record.NewFakeRecorder(100))
+	c, err := NewController(Config{KubeClient: kube, Client: client, Canaries: canaryInformers.Apps().V1alpha1().Canaries(),
+		Deployments: kubeInformers.Apps().V1().Deployments(), Recorder: record.NewFakeRecorder(100)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func depTargetCanary() *v1alpha1.Canary {
 		},
 		Spec: v1alpha1.CanarySpec{
 			Replicas:  2,
-			TargetRef: &v1alpha1.CanaryTargetRef{Kind: TargetDeployment, Name: "checkout"},
+			TargetRef: &v1alpha1.CanaryTargetRef{Kind: kindDeployment, Name: "checkout"},
 			Steps: []v1alpha1.CanaryStep{
 				{Replicas: intstr.FromInt32(1), Pause: &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: time.Minute}}},
 				{Replicas: intstr.FromString("100%")},
@@ -73,7 +73,7 @@ func heldTarget(t *testing.T) *fixture {
 	if m := f.canary().Status.Message; !strings.Contains(m, `holding Deployment "checkout" paused`) {
 		t.Fatalf("message %q", m)
 	}
-	var snap StableSnapshot
+	var snap stableSnapshot
 	if err := json.Unmarshal([]byte(f.canary().Annotations[v1alpha1.AnnotationStableSnapshot]), &snap); err != nil ||
 		snap.Deployment != "checkout" || snap.Template.Spec.Containers[0].Image != "nginx:1.26" {
 		t.Fatalf("snapshot %+v (%v), want checkout's nginx:1.26 template", snap, err)

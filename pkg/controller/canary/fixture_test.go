@@ -141,14 +141,17 @@ func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.De
 	f.client.PrependReactor("*", "*", record)
 	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	canaryInformers := externalversions.NewSharedInformerFactory(f.client, 0)
-	c, err := NewController(f.kube, f.client,
-		canaryInformers.Apps().V1alpha1().Canaries(),
-		kubeInformers.Apps().V1().Deployments(),
-		f.recorder)
+	c, err := NewController(Config{
+		KubeClient:  f.kube,
+		Client:      f.client,
+		Canaries:    canaryInformers.Apps().V1alpha1().Canaries(),
+		Deployments: kubeInformers.Apps().V1().Deployments(),
+		Recorder:    f.recorder,
+		Clock:       f.clock,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = f.clock
 	f.ctrl = c
 	f.canaryStore = canaryInformers.Apps().V1alpha1().Canaries().Informer().GetIndexer()
 	f.deploymentStore = kubeInformers.Apps().V1().Deployments().Informer().GetIndexer()
@@ -434,7 +437,7 @@ func newStable(replicas int32) *appsv1.Deployment {
 
 // snapshotOf is the v1alpha1.AnnotationStableSnapshot value for d.
 func snapshotOf(d *appsv1.Deployment) string {
-	raw, _ := json.Marshal(StableSnapshot{Deployment: d.Name, Replicas: *d.Spec.Replicas, Template: d.Spec.Template})
+	raw, _ := json.Marshal(stableSnapshot{Deployment: d.Name, Replicas: *d.Spec.Replicas, Template: d.Spec.Template})
 	return string(raw)
 }
 

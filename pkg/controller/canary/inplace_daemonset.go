@@ -53,8 +53,8 @@ func (c *Controller) watchDaemonSets(kube kubernetes.Interface) {
 			watch: d.Watch,
 		}
 	})
-	w.SetHandler(c.targetHandler(kindDaemonSet))
-	c.SetTargetKind(kindDaemonSet, daemonSetKind{kube: kube, watches: w, clock: c.clock})
+	w.setHandler(c.targetHandler(kindDaemonSet))
+	c.setTargetKind(kindDaemonSet, daemonSetKind{kube: kube, watches: w, clock: c.clock})
 }
 
 // daemonSetKind is the DaemonSet targetKind: the named watches of the targeted DaemonSets, and
@@ -77,14 +77,14 @@ func (k daemonSetKind) get(ctx context.Context, namespace, name string) (targetW
 
 func (k daemonSetKind) reference(canary cache.ObjectName, name string) bool {
 	if name == "" {
-		return k.watches.Reference(canary)
+		return k.watches.reference(canary)
 	}
-	return k.watches.Reference(canary, name)
+	return k.watches.reference(canary, name)
 }
 
-func (k daemonSetKind) forget(canary cache.ObjectName) { k.watches.Release(canary) }
+func (k daemonSetKind) forget(canary cache.ObjectName) { k.watches.release(canary) }
 
-func (k daemonSetKind) run(ctx context.Context) { k.watches.Run(ctx) }
+func (k daemonSetKind) run(ctx context.Context) { k.watches.run(ctx) }
 
 // daemonSetRevision is one ControllerRevision of a DaemonSet.
 type daemonSetRevision struct {

@@ -93,9 +93,9 @@ type targetConverger interface {
 	converge(ctx context.Context, c *Controller, keep int32, held bool) (string, error)
 }
 
-// SetTargetKind gives the controller the source of one targetRef kind (its named watch or
+// setTargetKind gives the controller the source of one targetRef kind (its named watch or
 // shared informer; a test's lister).
-func (c *Controller) SetTargetKind(kind string, k targetKind) {
+func (c *Controller) setTargetKind(kind string, k targetKind) {
 	if c.targets == nil {
 		c.targets = map[string]targetKind{}
 	}

@@ -20,30 +20,27 @@ import (
 // updates its pods, within the StatefulSet's maxUnavailable. Its revisions are
 // ControllerRevisions whose data is the strategic merge patch kubectl rollout undo applies.
 
-// StatefulSets is where the controller reads the StatefulSets Canaries target.
-type StatefulSets interface {
+// statefulSetSource is where the controller reads the StatefulSets Canaries target.
+type statefulSetSource interface {
 	// Get returns a StatefulSet, or a NotFound error.
 	Get(namespace, name string) (*appsv1.StatefulSet, error)
-	// Reference records the StatefulSet names a Canary needs; it reports whether they are all
+	// reference records the StatefulSet names a Canary needs; it reports whether they are all
 	// listed.
-	Reference(canary cache.ObjectName, names ...string) bool
-	// Release forgets a Canary's names.
-	Release(canary cache.ObjectName)
+	reference(canary cache.ObjectName, names ...string) bool
+	// release forgets a Canary's names.
+	release(canary cache.ObjectName)
 }
 
 // listerStatefulSets serves a lister that holds every StatefulSet (a test's store).
 type listerStatefulSets struct{ lister appslisters.StatefulSetLister }
 
-// ListerStatefulSets is a StatefulSets source over a lister that holds every StatefulSet.
-func ListerStatefulSets(l appslisters.StatefulSetLister) StatefulSets { return listerStatefulSets{l} }
-
 func (s listerStatefulSets) Get(namespace, name string) (*appsv1.StatefulSet, error) {
 	return s.lister.StatefulSets(namespace).Get(name)
 }
-func (listerStatefulSets) Reference(cache.ObjectName, ...string) bool { return true }
-func (listerStatefulSets) Release(cache.ObjectName)                   {}
+func (listerStatefulSets) reference(cache.ObjectName, ...string) bool { return true }
+func (listerStatefulSets) release(cache.ObjectName)                   {}
 
-// watchedStatefulSets watches each targeted StatefulSet by name, as WatchedDeployments does the
+// watchedStatefulSets watches each targeted StatefulSet by name, as watchedDeployments does the
 // stable Deployments: the agent caches no StatefulSet that no Canary targets.
 type watchedStatefulSets struct{ *namedWatches }
 
@@ -64,16 +61,16 @@ func (w *watchedStatefulSets) Get(namespace, name string) (*appsv1.StatefulSet, 
 	return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name)
 }
 
-// SetStatefulSetSource gives the controller the StatefulSets Canaries target (the agent's named
+// setStatefulSetSource gives the controller the StatefulSets Canaries target (the agent's named
 // watches by default; a test's lister).
-func (c *Controller) SetStatefulSetSource(s StatefulSets) {
-	c.SetTargetKind(kindStatefulSet, statefulSetKind{s})
+func (c *Controller) setStatefulSetSource(s statefulSetSource) {
+	c.setTargetKind(kindStatefulSet, statefulSetKind{s})
 }
 
 const kindStatefulSet = "StatefulSet"
 
 // statefulSetKind is the StatefulSet targetKind over a StatefulSets source.
-type statefulSetKind struct{ source StatefulSets }
+type statefulSetKind struct{ source statefulSetSource }
 
 func (k statefulSetKind) get(_ context.Context, namespace, name string) (targetWorkload, error) {
 	sts, err := k.source.Get(namespace, name)
@@ -88,16 +85,16 @@ func (k statefulSetKind) get(_ context.Context, namespace, name string) (targetW
 
 func (k statefulSetKind) reference(canary cache.ObjectName, name string) bool {
 	if name == "" {
-		return k.source.Reference(canary)
+		return k.source.reference(canary)
 	}
-	return k.source.Reference(canary, name)
+	return k.source.reference(canary, name)
 }
 
-func (k statefulSetKind) forget(canary cache.ObjectName) { k.source.Release(canary) }
+func (k statefulSetKind) forget(canary cache.ObjectName) { k.source.release(canary) }
 
 func (k statefulSetKind) run(ctx context.Context) {
 	if w, ok := k.source.(*watchedStatefulSets); ok {
-		w.Run(ctx)
+		w.run(ctx)
 	}
 }
 

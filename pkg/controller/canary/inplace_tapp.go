@@ -29,20 +29,20 @@ import (
 
 const kindTApp = "TApp"
 
-// SetTAppSource gives the controller the TApps Canaries target: a lister that holds every TApp
+// setTAppSource gives the controller the TApps Canaries target: a lister that holds every TApp
 // (the agent's shared informer; a test's store).
-func (c *Controller) SetTAppSource(l appslisters.TAppLister) {
-	c.SetTargetKind(kindTApp, tappKind{lister: l})
+func (c *Controller) setTAppSource(l appslisters.TAppLister) {
+	c.setTargetKind(kindTApp, tappKind{lister: l})
 }
 
-// ReadTApps makes the controller release the TApps Canaries target from the shared informer
+// readTApps makes the controller release the TApps Canaries target from the shared informer
 // (which the TApp controller keeps for every TApp anyway): its lister is the source and its
 // events enqueue the Canaries that target them.
-func (c *Controller) ReadTApps(tapps appsinformers.TAppInformer) error {
+func (c *Controller) readTApps(tapps appsinformers.TAppInformer) error {
 	if _, err := tapps.Informer().AddEventHandler(c.targetHandler(kindTApp)); err != nil {
 		return fmt.Errorf("watching the TApps Canaries target: %w", err)
 	}
-	c.SetTAppSource(tapps.Lister())
+	c.setTAppSource(tapps.Lister())
 	c.WaitFor(tapps.Informer().HasSynced)
 	return nil
 }

@@ -25,10 +25,10 @@ import (
 
 const kindUnitedDeployment = "UnitedDeployment"
 
-// WatchUnitedDeployments makes UnitedDeployments targets of Canaries, read from the agent's
+// watchUnitedDeployments makes UnitedDeployments targets of Canaries, read from the agent's
 // shared informer (the UnitedDeployment controller caches them all already).
-func (c *Controller) WatchUnitedDeployments(inf informers.UnitedDeploymentInformer) error {
-	c.SetTargetKind(kindUnitedDeployment, unitedDeploymentKind{lister: inf.Lister()})
+func (c *Controller) watchUnitedDeployments(inf informers.UnitedDeploymentInformer) error {
+	c.setTargetKind(kindUnitedDeployment, unitedDeploymentKind{lister: inf.Lister()})
 	return c.Watch(inf.Informer(), c.targetHandler(kindUnitedDeployment))
 }
 

@@ -17,45 +17,42 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Deployments is where the controller reads Deployments from: the ones it created (canary
+// deploymentSource is where the controller reads Deployments from: the ones it created (canary
 // Deployments, labelled managed-by) and the ones Canaries name (stableRef.name, and
 // canary.name, which someone else may have taken). Reference and Release say which names each
 // Canary needs, so that a source can watch just those.
-type Deployments interface {
+type deploymentSource interface {
 	// Lister serves every Deployment the source holds.
 	Lister() appslisters.DeploymentLister
-	// Reference records the Deployment names a Canary needs; it reports whether they are all
+	// reference records the Deployment names a Canary needs; it reports whether they are all
 	// in the source (false: a watch just started and has not listed yet).
-	Reference(canary cache.ObjectName, names ...string) bool
-	// Release forgets a Canary's names.
-	Release(canary cache.ObjectName)
+	reference(canary cache.ObjectName, names ...string) bool
+	// release forgets a Canary's names.
+	release(canary cache.ObjectName)
 }
 
 // listerDeployments serves a lister that holds every Deployment a Canary may name (an
 // unfiltered informer, or a test's store).
 type listerDeployments struct{ lister appslisters.DeploymentLister }
 
-// ListerDeployments is a Deployments source over a lister that holds every Deployment.
-func ListerDeployments(l appslisters.DeploymentLister) Deployments { return listerDeployments{l} }
-
 func (d listerDeployments) Lister() appslisters.DeploymentLister     { return d.lister }
-func (listerDeployments) Reference(cache.ObjectName, ...string) bool { return true }
-func (listerDeployments) Release(cache.ObjectName)                   {}
+func (listerDeployments) reference(cache.ObjectName, ...string) bool { return true }
+func (listerDeployments) release(cache.ObjectName)                   {}
 
-// WatchedDeployments is the agent's Deployments source: its own canary Deployments from an
+// watchedDeployments is the agent's Deployments source: its own canary Deployments from an
 // informer filtered by the managed-by label, and each Deployment a Canary names through a watch
 // of that one name (fieldSelector metadata.name=<name>), started when the first Canary names it
 // and stopped when the last one stops naming it. So the agent caches no Deployment that no
 // Canary names, however many the cluster holds (DESIGN §3, docs/architecture.md).
-type WatchedDeployments struct {
+type watchedDeployments struct {
 	managed appslisters.DeploymentLister
 	*namedWatches
 }
 
-// NewWatchedDeployments returns the source over the managed-by Deployment informer's lister;
-// the controller gives it its event handler (SetHandler) and its run context (Run).
-func NewWatchedDeployments(kube kubernetes.Interface, managed appslisters.DeploymentLister) *WatchedDeployments {
-	return &WatchedDeployments{managed: managed, namedWatches: newNamedWatches(kube, &appsv1.Deployment{},
+// newWatchedDeployments returns the source over the managed-by Deployment informer's lister;
+// the controller gives it its event handler (setHandler) and its run context (Run).
+func newWatchedDeployments(kube kubernetes.Interface, managed appslisters.DeploymentLister) *watchedDeployments {
+	return &watchedDeployments{managed: managed, namedWatches: newNamedWatches(kube, &appsv1.Deployment{},
 		func(namespace string) listWatchFuncs {
 			d := kube.AppsV1().Deployments(namespace)
 			return listWatchFuncs{
@@ -66,10 +63,10 @@ func NewWatchedDeployments(kube kubernetes.Interface, managed appslisters.Deploy
 }
 
 // Lister serves the managed-by Deployments and the named ones.
-func (w *WatchedDeployments) Lister() appslisters.DeploymentLister { return watchedLister{w} }
+func (w *watchedDeployments) Lister() appslisters.DeploymentLister { return watchedLister{w} }
 
 // named returns the Deployment of a named watch, nil when there is none.
-func (w *WatchedDeployments) named(namespace, name string) (*appsv1.Deployment, bool) {
+func (w *watchedDeployments) named(namespace, name string) (*appsv1.Deployment, bool) {
 	obj, ok := w.get(namespace, name)
 	if !ok {
 		return nil, false
@@ -111,12 +108,12 @@ func newNamedWatches(kube kubernetes.Interface, example runtime.Object, client f
 		watches: map[cache.ObjectName]*namedWatch{}, refs: map[cache.ObjectName][]cache.ObjectName{}}
 }
 
-// SetHandler sets the handler of every named watch's events.
-func (w *namedWatches) SetHandler(h cache.ResourceEventHandler) { w.handler = h }
+// setHandler sets the handler of every named watch's events.
+func (w *namedWatches) setHandler(h cache.ResourceEventHandler) { w.handler = h }
 
-// Run lets named watches start (those referenced already start now) and stops them all when
+// run lets named watches start (those referenced already start now) and stops them all when
 // ctx ends.
-func (w *namedWatches) Run(ctx context.Context) {
+func (w *namedWatches) run(ctx context.Context) {
 	w.mu.Lock()
 	w.ctx = ctx
 	for key, nw := range w.watches {
@@ -128,9 +125,9 @@ func (w *namedWatches) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// Reference records the names a Canary needs (starting their watches) in place of those it
+// reference records the names a Canary needs (starting their watches) in place of those it
 // named before; it reports whether they are all listed.
-func (w *namedWatches) Reference(canary cache.ObjectName, names ...string) bool {
+func (w *namedWatches) reference(canary cache.ObjectName, names ...string) bool {
 	want := make([]cache.ObjectName, 0, len(names))
 	for _, n := range names {
 		if n != "" {
@@ -159,7 +156,7 @@ func (w *namedWatches) Reference(canary cache.ObjectName, names ...string) bool 
 }
 
 // Release forgets a Canary's names.
-func (w *namedWatches) Release(canary cache.ObjectName) {
+func (w *namedWatches) release(canary cache.ObjectName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.drop(w.refs[canary])
@@ -227,8 +224,8 @@ func (w *namedWatches) get(namespace, name string) (any, bool) {
 	return obj, true
 }
 
-// watchedLister is the lister of WatchedDeployments.
-type watchedLister struct{ w *WatchedDeployments }
+// watchedLister is the lister of watchedDeployments.
+type watchedLister struct{ w *watchedDeployments }
 
 func (l watchedLister) List(sel labels.Selector) ([]*appsv1.Deployment, error) {
 	return l.w.managed.List(sel)
@@ -239,7 +236,7 @@ func (l watchedLister) Deployments(namespace string) appslisters.DeploymentNames
 }
 
 type watchedNamespaceLister struct {
-	w         *WatchedDeployments
+	w         *watchedDeployments
 	namespace string
 }
 

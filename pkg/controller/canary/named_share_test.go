@@ -40,14 +40,14 @@ func TestWatchedDeploymentsShareAndStop(t *testing.T) {
 		return false, nil, nil
 	})
 	managed := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0).Apps().V1().Deployments()
-	w := NewWatchedDeployments(kube, managed.Lister())
+	w := newWatchedDeployments(kube, managed.Lister())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	go w.Run(ctx)
+	go w.run(ctx)
 
 	first, second := cache.ObjectName{Namespace: ns, Name: "checkout"}, cache.ObjectName{Namespace: ns, Name: "checkout-2"}
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return w.Reference(first, "checkout", "checkout-canary") && w.Reference(second, "checkout", "checkout-2-canary"), nil
+		return w.reference(first, "checkout", "checkout-canary") && w.reference(second, "checkout", "checkout-2-canary"), nil
 	})
 	if err != nil {
 		t.Fatalf("the named watches never listed: %v", err)
@@ -82,7 +82,7 @@ func TestWatchedDeploymentsShareAndStop(t *testing.T) {
 	}
 
 	own := watchOf("checkout-2-canary")
-	w.Release(second)
+	w.release(second)
 	if watchOf("checkout") != shared || shared.informer.IsStopped() {
 		t.Error("the shared watch went with the first Canary that released it")
 	}
@@ -95,7 +95,7 @@ func TestWatchedDeploymentsShareAndStop(t *testing.T) {
 		}
 	}
 	poll("the watch only the released Canary needed", own.informer)
-	w.Release(first)
+	w.release(first)
 	poll("the shared watch, once no Canary names it", shared.informer)
 	if watchOf("checkout") != nil {
 		t.Error("a released name is still watched")

@@ -37,14 +37,14 @@ func TestWatchedDeploymentsWatchOnlyNamedDeployments(t *testing.T) {
 		return true, list, nil
 	})
 	managed := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0).Apps().V1().Deployments()
-	w := NewWatchedDeployments(kube, managed.Lister())
+	w := newWatchedDeployments(kube, managed.Lister())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	go w.Run(ctx)
+	go w.run(ctx)
 
 	key := cache.ObjectName{Namespace: ns, Name: "checkout"}
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return w.Reference(key, "checkout", "checkout-canary"), nil
+		return w.reference(key, "checkout", "checkout-canary"), nil
 	})
 	if err != nil {
 		t.Fatalf("the named watches never listed: %v", err)
@@ -69,7 +69,7 @@ func TestWatchedDeploymentsWatchOnlyNamedDeployments(t *testing.T) {
 		t.Errorf("names listed %v, want checkout and checkout-canary only", listed)
 	}
 
-	w.Release(key)
+	w.release(key)
 	if _, err := w.Lister().Deployments(ns).Get("checkout"); err == nil {
 		t.Error("a Deployment no Canary names any more is still served")
 	}

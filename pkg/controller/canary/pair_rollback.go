@@ -10,9 +10,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// StableSnapshot is the stable Deployment as it was when a release began, kept in the Canary's
+// stableSnapshot is the stable Deployment as it was when a release began, kept in the Canary's
 // v1alpha1.AnnotationStableSnapshot.
-type StableSnapshot struct {
+type stableSnapshot struct {
 	// Deployment is the name of the stable Deployment the snapshot was taken of.
 	Deployment string `json:"deployment"`
 	// Replicas is the stable Deployment's spec.replicas when the release began.
@@ -90,7 +90,7 @@ func (r *pairPlan) describeRollback(restored bool) {
 
 // usableSnapshot is the snapshot of the stable Deployment to restore, nil when there is none
 // for it (reported once).
-func (r *pairPlan) usableSnapshot() *StableSnapshot {
+func (r *pairPlan) usableSnapshot() *stableSnapshot {
 	snap, err := recordedSnapshot(r.canary)
 	if err == nil && snap != nil && snap.Deployment == r.stable.Name {
 		return snap
@@ -103,12 +103,12 @@ func (r *pairPlan) usableSnapshot() *StableSnapshot {
 }
 
 // recordedSnapshot decodes the Canary's v1alpha1.AnnotationStableSnapshot; nil when there is none.
-func recordedSnapshot(cn *v1alpha1.Canary) (*StableSnapshot, error) {
+func recordedSnapshot(cn *v1alpha1.Canary) (*stableSnapshot, error) {
 	raw, ok := cn.Annotations[v1alpha1.AnnotationStableSnapshot]
 	if !ok {
 		return nil, nil
 	}
-	var s StableSnapshot
+	var s stableSnapshot
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		return nil, fmt.Errorf("decoding annotation %s: %w", v1alpha1.AnnotationStableSnapshot, err)
 	}
@@ -122,7 +122,7 @@ func (r *pairPlan) ensureSnapshot() {
 	if s, err := recordedSnapshot(r.canary); err == nil && s != nil && s.Deployment == r.stable.Name {
 		return
 	}
-	raw, _ := json.Marshal(StableSnapshot{ // a pod template always encodes
+	raw, _ := json.Marshal(stableSnapshot{ // a pod template always encodes
 		Deployment: r.stable.Name,
 		Replicas:   replicasOf(r.stable),
 		Template:   r.stable.Spec.Template,
@@ -133,7 +133,7 @@ func (r *pairPlan) ensureSnapshot() {
 // restoreStable decides to put the snapshot's pod template back on the stable Deployment and set
 // its replicas, in one JSON patch (a merge patch would merge the old template into the new one
 // instead of replacing it).
-func (r *pairPlan) restoreStable(snap *StableSnapshot, replicas int32) {
+func (r *pairPlan) restoreStable(snap *stableSnapshot, replicas int32) {
 	d := r.stable.DeepCopy()
 	patch, _ := json.Marshal([]map[string]any{ // a pod template always encodes
 		{"op": "replace", "path": "/spec/template", "value": snap.Template},

@@ -92,7 +92,7 @@ func releaseFor(cn *v1alpha1.Canary) release {
 	switch ref := cn.Spec.TargetRef; {
 	case ref == nil:
 		return pairRelease{}
-	case ref.Kind == TargetDeployment:
+	case ref.Kind == kindDeployment:
 		return deploymentRelease{}
 	default:
 		return inPlaceRelease{}

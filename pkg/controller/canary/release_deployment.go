@@ -41,15 +41,15 @@ import (
 //     the snapshot's template is written back to the Deployment, which grows back before the
 //     canary Deployment goes (rollback.go); then the canary Deployment is deleted.
 
-// TargetDeployment is the targetRef kind of a Canary that releases a Deployment.
-const TargetDeployment = "Deployment"
+// kindDeployment is the targetRef kind of a Canary that releases a Deployment.
+const kindDeployment = "Deployment"
 
 // deploymentRelease is the release mode of a Deployment named by spec.targetRef.
 type deploymentRelease struct{}
 
 // deploymentNames are the target Deployment and the temporary canary one.
 func (deploymentRelease) deploymentNames(cn *v1alpha1.Canary) []string {
-	return []string{cn.Spec.TargetRef.Name, TemporaryCanaryName(cn.Name)}
+	return []string{cn.Spec.TargetRef.Name, temporaryCanaryName(cn.Name)}
 }
 
 func (deploymentRelease) target(cn *v1alpha1.Canary) *v1alpha1.CanaryTargetRef {
@@ -64,7 +64,7 @@ func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
 		return err
 	}
-	if obs.canaryDep, err = c.deployment(cn.Namespace, TemporaryCanaryName(cn.Name)); err != nil {
+	if obs.canaryDep, err = c.deployment(cn.Namespace, temporaryCanaryName(cn.Name)); err != nil {
 		return err
 	}
 	obs.targetHolder = c.holder(cn)
@@ -96,7 +96,7 @@ type deploymentPlan struct {
 func (r *deploymentPlan) begin() course {
 	cn := r.canary
 	d, ref := r.obs.stable, cn.Spec.TargetRef
-	tmp := TemporaryCanaryName(cn.Name)
+	tmp := temporaryCanaryName(cn.Name)
 	switch {
 	case d == nil:
 		r.setDegraded(v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
@@ -208,12 +208,12 @@ func (r *deploymentPlan) rollback() {
 	}
 	r.deleteTemporary()
 	r.message = fmt.Sprintf("rolled back: Deployment %q serves %d pods on its previous template, held paused; canary Deployment %q deleted",
-		d.Name, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name))
+		d.Name, r.canary.Spec.Replicas, temporaryCanaryName(r.canary.Name))
 }
 
-// TemporaryCanaryName is the name of the canary Deployment of a Canary that releases a
+// temporaryCanaryName is the name of the canary Deployment of a Canary that releases a
 // Deployment through spec.targetRef.
-func TemporaryCanaryName(canary string) string { return v1alpha1.TemporaryCanaryName(canary) }
+func temporaryCanaryName(canary string) string { return v1alpha1.TemporaryCanaryName(canary) }
 
 // templateRevision names a pod template in status.target: a hash of it.
 func templateRevision(t *corev1.PodTemplateSpec) string {
@@ -282,7 +282,7 @@ func (r *deploymentPlan) holdFirst() {
 // recordStable decides to record the target's template as the stable one.
 func (r *deploymentPlan) recordStable() {
 	d := r.stable
-	raw, _ := json.Marshal(StableSnapshot{ // a pod template always encodes
+	raw, _ := json.Marshal(stableSnapshot{ // a pod template always encodes
 		Deployment: d.Name,
 		Replicas:   r.canary.Spec.Replicas,
 		Template:   d.Spec.Template,
@@ -380,7 +380,7 @@ func (r *deploymentPlan) handOver() {
 func (r *deploymentPlan) handOverMessage() {
 	r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
 	r.message = fmt.Sprintf("all %d steps complete, handing over: Deployment %q has %d of %d pods available on the new template; canary Deployment %q keeps %d until they are",
-		len(r.steps), r.stable.Name, r.stable.Status.AvailableReplicas, r.canary.Spec.Replicas, TemporaryCanaryName(r.canary.Name), podsOf(r.canaryDep))
+		len(r.steps), r.stable.Name, r.stable.Status.AvailableReplicas, r.canary.Spec.Replicas, temporaryCanaryName(r.canary.Name), podsOf(r.canaryDep))
 }
 
 // deleteTemporary decides to delete the temporary canary Deployment.
@@ -498,9 +498,9 @@ func (deploymentRelease) releaseHold(ctx context.Context, c *Controller, cn *v1a
 	if !d.Spec.Paused {
 		return nil
 	}
-	tmp, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Get(ctx, TemporaryCanaryName(cn.Name), metav1.GetOptions{})
+	tmp, err := c.kubeClient.AppsV1().Deployments(cn.Namespace).Get(ctx, temporaryCanaryName(cn.Name), metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading Deployment %s: %w", TemporaryCanaryName(cn.Name), err)
+		return fmt.Errorf("reading Deployment %s: %w", temporaryCanaryName(cn.Name), err)
 	}
 	if err == nil || !stableTemplate(cn, d) {
 		// Mid-release: resumed, the Deployment would roll the new template without steps.
@@ -510,7 +510,7 @@ func (deploymentRelease) releaseHold(ctx context.Context, c *Controller, cn *v1a
 		}
 		c.eventf(cn, corev1.EventTypeWarning, v1alpha1.EventTargetPaused,
 			"Canary deleted mid-release: Deployment %q stays paused with %d replicas and canary Deployment %q keeps %d; resume it to roll its template (kubectl rollout resume deploy/%s), then delete deploy/%s",
-			name, replicasOf(d), TemporaryCanaryName(cn.Name), canaryPods, name, TemporaryCanaryName(cn.Name))
+			name, replicasOf(d), temporaryCanaryName(cn.Name), canaryPods, name, temporaryCanaryName(cn.Name))
 		return nil
 	}
 	patch := []byte(`{"spec":{"paused":false}}`)

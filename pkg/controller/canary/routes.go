@@ -46,11 +46,11 @@ type cachedService struct {
 	fetched time.Time
 }
 
-// EnableTraffic lets the controller route traffic: HTTPRoutes come from routes, an informer of
+// enableTraffic lets the controller route traffic: HTTPRoutes come from routes, an informer of
 // the agent's namespace scope (HTTPRoutes are few, configuration-sized objects: caching those
 // of the scope costs little, and a watch lets a route edited by someone else be corrected at
 // once); patches go through gateway. Call it before the informers start.
-func (c *Controller) EnableTraffic(gateway gatewayclient.Interface, routes gatewayinformers.HTTPRouteInformer) error {
+func (c *Controller) enableTraffic(gateway gatewayclient.Interface, routes gatewayinformers.HTTPRouteInformer) error {
 	c.traffic = &trafficClients{gateway: gateway, routes: routes.Lister(), kube: c.kubeClient, services: map[string]cachedService{}}
 	if _, ok := c.canaryIndexer.GetIndexers()[routeIndex]; !ok {
 		if err := c.canaryIndexer.AddIndexers(cache.Indexers{routeIndex: indexByRoute}); err != nil {

@@ -78,9 +78,10 @@ func progressingStatus(phase v1alpha1.CanaryPhase) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
-// writtenStatus is the controller's last status write of a Canary: bases are the versions the
-// cache may still hold from before it (the version the sync read and those its own metadata
-// patches made), canary is what the write returned.
+// writtenStatus is the controller's last status write of a Canary (kept in its
+// expectations.StatusWrites): bases are the versions the cache may still hold from before it
+// (the version the sync read and those its own metadata patches made), canary is what the write
+// returned.
 type writtenStatus struct {
 	bases  []string
 	canary *v1alpha1.Canary
@@ -89,44 +90,35 @@ type writtenStatus struct {
 // lastWritten returns a copy of the Canary to work from: the cached one, or the controller's own
 // last status write while the cache holds a version from before it (otherwise every sync in
 // that window would act on a batch state already left, and its status write would conflict).
-// It also returns the versions the cache may hold from before the status write of this sync.
-func (c *Controller) lastWritten(cached *v1alpha1.Canary) (*v1alpha1.Canary, []string) {
-	key := expectations.ObjectKey(cached)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if w, ok := c.written[key]; ok {
-		if slices.Contains(w.bases, cached.ResourceVersion) {
-			cn := w.canary.DeepCopy()
-			return cn, append(slices.Clone(w.bases), cn.ResourceVersion)
-		}
-		delete(c.written, key)
+// It also returns the versions the cache may hold from before the status write of this sync,
+// and the last write it works from (nil for the cached Canary).
+func (c *Controller) lastWritten(cached *v1alpha1.Canary) (*v1alpha1.Canary, []string, *writtenStatus) {
+	if w, _ := c.statuses.Current(expectations.ObjectKey(cached), cached.ResourceVersion, nil); w != nil {
+		cn := w.canary.DeepCopy()
+		return cn, append(slices.Clone(w.bases), cn.ResourceVersion), w
 	}
-	return cached.DeepCopy(), []string{cached.ResourceVersion}
+	return cached.DeepCopy(), []string{cached.ResourceVersion}, nil
 }
 
 // updateStatus writes status through the status subresource when it differs from cn's (cn is
-// the Canary the sync worked from, with the resourceVersion of its last write).
-func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, bases []string, status v1alpha1.CanaryStatus) error {
+// the Canary the sync worked from, with the resourceVersion of its last write; last the write
+// it came from, nil for the cached Canary).
+func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, bases []string, status v1alpha1.CanaryStatus, last *writtenStatus) error {
 	key := expectations.ObjectKey(cn)
 	if equality.Semantic.DeepEqual(cn.Status, status) {
-		c.mu.Lock()
-		if w, ok := c.written[key]; ok {
-			w.bases = bases
-			c.written[key] = w
+		if last != nil { // the cache may now lag this sync's metadata patches too
+			c.statuses.WroteOver(key, bases, last.canary.ResourceVersion, &writtenStatus{bases: bases, canary: last.canary})
 		}
-		c.mu.Unlock()
 		return nil
 	}
 	cp := cn.DeepCopy()
 	cp.Status = status
 	out, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err != nil {
-		delete(c.written, key)
+		c.statuses.Forget(key)
 		return fmt.Errorf("updating status of Canary %s: %w", key, err)
 	}
-	c.written[key] = writtenStatus{bases: bases, canary: out.DeepCopy()}
+	c.statuses.WroteOver(key, bases, out.ResourceVersion, &writtenStatus{bases: bases, canary: out.DeepCopy()})
 	return nil
 }
 
@@ -146,11 +138,4 @@ func (c *Controller) reportStatusRefused(ctx context.Context, cn *v1alpha1.Canar
 		Message: msg, ObservedGeneration: cn.Generation, LastTransitionTime: now,
 	})
 	_, _ = c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-}
-
-// forgetStatus drops the record of the last status write of a Canary.
-func (c *Controller) forgetStatus(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.written, key)
 }

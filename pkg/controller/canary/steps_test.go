@@ -146,7 +146,7 @@ func withHealthCheck(s *v1alpha1.CanarySpec) {
 func TestFailedCheckRollsBackAndRetryStartsAgain(t *testing.T) {
 	f := newFixture(t, stepsCanary(withHealthCheck,
 		v1alpha1.CanaryStep{Replicas: intstr.FromInt32(2), Analysis: []string{"health"}}), newStable(10))
-	f.ctrl.SetPodLister(canaryPodLister(t, 0, 3))
+	f.ctrl.analysisEnv.Pods = canaryPodLister(t, 0, 3)
 	startStep1(f)
 	c := f.status(v1alpha1.CanaryProgressing, 1, Bk, P)
 	if len(c.Status.Analysis) != 1 || c.Status.Analysis[0].Phase != v1alpha1.AnalysisRunning {
@@ -214,7 +214,7 @@ func TestInconclusiveCheckWaitsForAPerson(t *testing.T) {
 func TestPassingCheckCompletesTheStep(t *testing.T) {
 	f := newFixture(t, stepsCanary(withHealthCheck,
 		v1alpha1.CanaryStep{Replicas: intstr.FromInt32(2), Analysis: []string{"health"}}), newStable(10))
-	f.ctrl.SetPodLister(canaryPodLister(t, 0, 0))
+	f.ctrl.analysisEnv.Pods = canaryPodLister(t, 0, 0)
 	startStep1(f)
 	f.step(patchCanary+replicas(10), writeStatus)
 	c := f.status(v1alpha1.CanaryProgressing, 2, C, U)

@@ -27,9 +27,9 @@ var errNotListed = errors.New("a Deployment the Canary names is not listed yet")
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) error {
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.deployments.Release(key)
+		c.deployments.release(key)
 		c.forgetTarget(key)
-		c.forgetStatus(key.String())
+		c.statuses.Forget(key.String())
 		c.contests.forget(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
@@ -38,7 +38,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		return err
 	}
 	rel := releaseFor(shared)
-	if !c.deployments.Reference(key, rel.deploymentNames(shared)...) {
+	if !c.deployments.reference(key, rel.deploymentNames(shared)...) {
 		return errNotListed // its watch just started: the Deployment's events will come
 	}
 	if !c.referenceTarget(key, rel.target(shared)) {
@@ -47,7 +47,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	if shared.DeletionTimestamp != nil {
 		return c.finalize(ctx, shared, rel)
 	}
-	cn, bases := c.lastWritten(shared)
+	cn, bases, last := c.lastWritten(shared)
 	// The finalizer goes on before anything else, so that no canary Deployment exists for a
 	// Canary that can be deleted without it.
 	if !slices.Contains(cn.Finalizers, v1alpha1.FinalizerOrphanCanary) {
@@ -70,7 +70,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	status := computeStatus(r, fail)
 	metrics.SetRolloutProgress(Kind, key.Namespace, key.Name, cn.Spec.Replicas,
 		status.CanaryReplicas, status.CanaryAvailable+status.StableAvailable)
-	if err := c.updateStatus(ctx, cn, bases, status); err != nil {
+	if err := c.updateStatus(ctx, cn, bases, status, last); err != nil {
 		c.reportStatusRefused(ctx, cn, now, err)
 		if writeErr != nil {
 			return fmt.Errorf("%w; %w", writeErr, err)

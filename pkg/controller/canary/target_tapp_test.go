@@ -146,7 +146,7 @@ func tappController(tapp *v1alpha1.TApp, kubeObjs ...runtime.Object) (*Controlle
 	c.canaryIndexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{targetIndex: indexByTarget})
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = idx.Add(tapp)
-	c.SetTAppSource(appslisters.NewTAppLister(idx))
+	c.setTAppSource(appslisters.NewTAppLister(idx))
 	return c, client, kube, rec
 }
 

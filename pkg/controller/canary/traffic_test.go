@@ -99,7 +99,7 @@ func newTrafficFixture(t *testing.T, cn *v1alpha1.Canary, route *gatewayv1.HTTPR
 		return false, nil, nil
 	})
 	routes := gatewayinformers.NewSharedInformerFactory(f.gateway, 0).Gateway().V1().HTTPRoutes()
-	if err := f.ctrl.EnableTraffic(f.gateway, routes); err != nil {
+	if err := f.ctrl.enableTraffic(f.gateway, routes); err != nil {
 		t.Fatal(err)
 	}
 	f.routeStore = routes.Informer().GetIndexer()

@@ -30,3 +30,21 @@ func TestStatusWrites(t *testing.T) {
 		t.Fatal("forgotten write still counts")
 	}
 }
+
+// A write over several base versions counts while the cache holds any of them.
+func TestStatusWritesOverSeveralVersions(t *testing.T) {
+	w := NewStatusWrites[*string]()
+	cached, written := "cached", "written"
+	w.WroteOver("ns/a", []string{"1", "2"}, "3", &written)
+	for _, v := range []string{"1", "2"} {
+		if s, nv := w.Current("ns/a", v, &cached); s != &written || nv != "3" {
+			t.Fatalf("cache at %s: got %q at %q, want the written status at 3", v, *s, nv)
+		}
+	}
+	if s, v := w.Current("ns/a", "4", &cached); s != &cached || v != "4" {
+		t.Fatalf("cache past the write: got %q at %q", *s, v)
+	}
+	if s, _ := w.Current("ns/a", "1", &cached); s != &cached {
+		t.Fatal("record kept after the cache moved on")
+	}
+}
