@@ -57,7 +57,7 @@ type Controller struct {
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
 	deployments      deploymentSource
-	targets          map[string]targetKind // the workloads Canaries target, by kind (target.go)
+	targets          map[string]targetKind // the workloads Canaries target, by kind (inplace_kind.go)
 	traffic          *trafficClients       // nil without the Gateway API (routes.go)
 	deploymentLister appslisters.DeploymentLister
 	clock            clock.PassiveClock

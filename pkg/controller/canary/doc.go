@@ -1,25 +1,35 @@
-// Package canary is the Canary controller: it releases a canary Deployment next to a stable
-// Deployment in batches, moving serving capacity from stable to canary only as canary pods become
-// available, pausing for promotion where spec.pauseType says, and rolling everything back to the
-// stable Deployment on spec.rollback (DESIGN.md §2.3).
+// Package canary is the Canary controller: it releases a new pod template through steps
+// (batches of pods, pauses for promotion or for a time, analysis checks, a progress deadline)
+// and rolls it back on spec.rollback or when a check fails, in one of three release modes
+// chosen from the spec (release.go, docs/architecture.md "The Canary: one step machine, one
+// release per mode"):
 //
-// With spec.targetRef it releases a workload in place instead (DESIGN §2.5,
-// docs/canary-targets.md): a StatefulSet, TApp or UnitedDeployment through its partition, the
-// step machine in target.go and what each kind does differently in target_<kind>.go behind the
-// targetKind interface; or the user's own Deployment, held paused while a temporary canary
-// Deployment carries each new template through the same steps as a stableRef + canary release
-// (deployment_target.go).
+//   - the Deployment pair (spec.stableRef + spec.canary, release_pair.go): a canary Deployment
+//     next to a stable Deployment, serving capacity moved from stable to canary only as canary
+//     pods become available, traffic through the Gateway API following the steps;
+//   - in place (spec.targetRef of a StatefulSet, TApp, UnitedDeployment or DaemonSet,
+//     release_inplace.go and one inplace_<kind>.go per kind, docs/canary-targets.md): the
+//     workload's partition held between releases and lowered step by step;
+//   - a Deployment target (spec.targetRef of a Deployment, release_deployment.go): the user's
+//     Deployment held paused while a temporary canary Deployment carries each new template
+//     through the pair's steps.
+//
+// The step machine (steps.go, bake.go) is the same for every mode and calls the mode's
+// releasePlan; a releasePlan never calls it back. Both decide into one decision (decision.go).
 //
 // The controller follows k8s.io/sample-controller on the shared base (pkg/controller/base:
-// the work queue of Canary names "canary", its rate limiter, handlers and workers) in the shape
-// of DESIGN §7: a sync observes the Canary and its Deployments from the listers (but for a
-// deleted Canary's canary Deployment: see Deletion), computes a plan as a pure function of what
-// it observed (computePlan: the batch state, the Deployment writes as data, the Events), makes
-// the writes, computes the status from the plan and the writes' outcome (computeStatus), and
-// writes it only when it changed. Every write to a Deployment sets an absolute value (a replica
-// count with a merge patch {"spec":{"replicas":N}}, a pod template), or is a JSON patch with a
-// test, so a sync repeated on a lagging cache writes the same value again or is refused, and
-// never doubles an action.
+// the work queue of Canary names "canary", its rate limiter, handlers and workers) in the
+// shape every controller of the agent has (docs/architecture.md, "The picture"): a sync
+// observes the Canary and its workloads from the listers (but for a deleted Canary's canary
+// Deployment: see Deletion), computes a plan as a pure function of what it observed
+// (computePlan: the batch state, the writes as data, the Events), makes the writes, computes
+// the status from the plan and the writes' outcome (computeStatus), and writes it only when it
+// changed. Every write to a Deployment sets an absolute value (a replica count with a merge
+// patch {"spec":{"replicas":N}}, a pod template), or is a JSON patch with a test, so a sync
+// repeated on a lagging cache writes the same value again or is refused, and never doubles an
+// action.
+//
+// What follows describes the Deployment pair; docs/canary-targets.md the other two modes.
 //
 // The Canary's status is the controller's memory of the release, so a sync must not act on a
 // Canary older than the status it last wrote, nor on a Deployment older than its own last write

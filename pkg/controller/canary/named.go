@@ -43,7 +43,7 @@ func (listerDeployments) release(cache.ObjectName)                   {}
 // informer filtered by the managed-by label, and each Deployment a Canary names through a watch
 // of that one name (fieldSelector metadata.name=<name>), started when the first Canary names it
 // and stopped when the last one stops naming it. So the agent caches no Deployment that no
-// Canary names, however many the cluster holds (DESIGN §3, docs/architecture.md).
+// Canary names, however many the cluster holds (docs/architecture.md, "What the agent caches").
 type watchedDeployments struct {
 	managed appslisters.DeploymentLister
 	*namedWatches

@@ -26,7 +26,7 @@ type observed struct {
 	// canaryDep is the Deployment named spec.canary.name, nil when it does not exist; it may be
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
-	traffic   *trafficObserved // spec.trafficRouting's route and Services (traffic.go)
+	traffic   *trafficObserved // spec.trafficRouting's route and Services (pair_traffic.go)
 	// measured are the checks measured in this sync, by name (analysis.go).
 	measured map[string]measured
 }

@@ -22,8 +22,8 @@ import (
 // through a temporary canary Deployment (docs/canary-targets.md). It is the stableRef + canary
 // release with the user's Deployment as the stable one and a Deployment the Canary owns,
 // <canary>-canary, made from the user's new template, as the canary one: the steps, surge
-// bound, pauses, analysis, deadline and rollback are that release's (plan.go, scale.go,
-// rollback.go).
+// bound, pauses, analysis, deadline and rollback are that release's (steps.go, pair_scale.go,
+// pair_rollback.go).
 //
 //   - Hold: between releases the Deployment is kept spec.paused, so that a change of its
 //     template makes no pod (a paused Deployment creates no ReplicaSet for a new template,
@@ -39,7 +39,7 @@ import (
 //     then the canary Deployment is deleted. Only then is the release Completed.
 //   - Abort (spec.rollback, a failed check, an exceeded deadline with progressDeadlineAbort):
 //     the snapshot's template is written back to the Deployment, which grows back before the
-//     canary Deployment goes (rollback.go); then the canary Deployment is deleted.
+//     canary Deployment goes (pair_rollback.go); then the canary Deployment is deleted.
 
 // kindDeployment is the targetRef kind of a Canary that releases a Deployment.
 const kindDeployment = "Deployment"

@@ -28,7 +28,7 @@ const routeIndex = "canary.apps.workload.dev/httproutes"
 
 // serviceTTL is how long a Service read from the API server is trusted. Services are read, not
 // watched: the agent only checks them, and a watch of every Service would cache objects it
-// never acts on (DESIGN §3). A Service fixed by its owner is seen within serviceTTL.
+// never acts on (docs/architecture.md, "What the agent caches"). A Service fixed by its owner is seen within serviceTTL.
 const serviceTTL = 15 * time.Second
 
 // trafficClients are what the controller needs for spec.trafficRouting; nil when the cluster

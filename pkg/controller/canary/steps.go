@@ -32,7 +32,7 @@ type step struct {
 	pauseFor time.Duration
 	// analysis names the checks of spec.analysis that run while the step bakes.
 	analysis []string
-	// subsets are the UnitedDeployment subsets the step releases (target_uniteddeployment.go).
+	// subsets are the UnitedDeployment subsets the step releases (inplace_uniteddeployment.go).
 	subsets []string
 }
 

@@ -21,9 +21,10 @@ import (
 // errNotListed says a Deployment a Canary names is watched but not listed yet.
 var errNotListed = errors.New("a Deployment the Canary names is not listed yet")
 
-// syncHandler reconciles one Canary (DESIGN §7): it observes the Canary and its Deployments
-// from the listers, computes the plan, makes its writes, then writes the status computed from
-// the plan and the writes' outcome, only if it changed.
+// syncHandler reconciles one Canary (docs/architecture.md, "The picture"): it chooses the
+// Canary's release mode, observes the Canary and its workloads from the listers, computes the
+// plan, makes its writes, then writes the status computed from the plan and the writes'
+// outcome, only if it changed.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) error {
 	shared, err := c.canaryLister.Canaries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
