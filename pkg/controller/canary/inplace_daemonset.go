@@ -12,7 +12,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -127,7 +127,11 @@ func readDaemonSet(ctx context.Context, kube kubernetes.Interface, ds *appsv1.Da
 			continue
 		}
 		t.revisions[hash] = daemonSetRevision{name: rev.Name, revision: rev.Revision}
-		if recordsTemplate(rev, &ds.Spec.Template) {
+		// The update revision is the one that records the DaemonSet's template as read, not the
+		// newest listed: the watch of the DaemonSet may lag the list, and a newer revision taken
+		// for its own would be a release of a template not seen yet. The DaemonSet controller
+		// matches its revisions the same way.
+		if revisiondata.RecordsPodTemplate(rev.Data.Raw, &ds.Spec.Template) {
 			t.update = hash
 		}
 	}
@@ -145,23 +149,6 @@ func readDaemonSet(ctx context.Context, kube kubernetes.Interface, ds *appsv1.Da
 		}
 	}
 	return t, nil
-}
-
-// recordsTemplate says whether a DaemonSet's ControllerRevision records template. The update
-// revision is the one of the DaemonSet as read, not the newest listed: the watch of the DaemonSet
-// may lag the list, and a newer revision taken for its own would be a release of a template not
-// seen yet. The DaemonSet controller matches its revisions the same way (the data is the
-// template, as a patch that replaces spec.template).
-func recordsTemplate(rev *appsv1.ControllerRevision, template *corev1.PodTemplateSpec) bool {
-	var data struct {
-		Spec struct {
-			Template corev1.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
-		return false
-	}
-	return equality.Semantic.DeepEqual(&data.Spec.Template, template)
 }
 
 func (t *daemonSetTarget) state() targetState {
@@ -251,14 +238,15 @@ func (t *daemonSetTarget) write(ctx context.Context, c *Controller, _ *v1alpha1.
 	if w.kind == setPartition {
 		return t.hold(ctx, c, w.partition)
 	}
-	rev, err := c.kubeClient.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, w.revision, metav1.GetOptions{})
+	rev, err := c.ownedRevision(ctx, ds, kindDaemonSet, w.revision)
 	if err != nil {
-		return "", fmt.Errorf("writing the template of revision %s back to DaemonSet %q: reading its ControllerRevision: %w", w.revision, ds.Name, err)
+		return "", fmt.Errorf("writing the template of revision %s back to DaemonSet %q: %w", w.revision, ds.Name, err)
 	}
-	if !metav1.IsControlledBy(rev, ds) {
-		return "", fmt.Errorf("writing the template of revision %s back to DaemonSet %q: ControllerRevision %q does not belong to it", w.revision, ds.Name, rev.Name)
+	patch, err := revisiondata.NativeRestorePatch(rev.Data.Raw)
+	if err != nil {
+		return "", fmt.Errorf("writing the template of revision %s back to DaemonSet %q: ControllerRevision %q: %w", w.revision, ds.Name, rev.Name, err)
 	}
-	if _, err := c.kubeClient.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, rev.Data.Raw, metav1.PatchOptions{}); err != nil {
+	if _, err := c.kubeClient.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return "", fmt.Errorf("writing the template of revision %s back to DaemonSet %q: %w", w.revision, ds.Name, err)
 	}
 	return fmt.Sprintf("wrote the template of revision %s back to DaemonSet %q (%s); the agent deletes the pods of other revisions within its maxUnavailable", w.revision, ds.Name, w.reason), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,4 +156,18 @@ func (c *Controller) releaseTargetHold(ctx context.Context, kind targetKind, cn 
 	}
 	c.eventf(cn, corev1.EventTypeNormal, v1alpha1.EventPartitionSet, "Canary deleted: %s", done)
 	return nil
+}
+
+// ownedRevision reads a ControllerRevision of owner from the API server, checked to be owner's:
+// a revision of another workload of the same name (deleted and re-created) is never written
+// back.
+func (c *Controller) ownedRevision(ctx context.Context, owner metav1.Object, kind, name string) (*appsv1.ControllerRevision, error) {
+	rev, err := c.kubeClient.AppsV1().ControllerRevisions(owner.GetNamespace()).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+	}
+	if !metav1.IsControlledBy(rev, owner) {
+		return nil, fmt.Errorf("ControllerRevision %q does not belong to %s %q", name, kind, owner.GetName())
+	}
+	return rev, nil
 }

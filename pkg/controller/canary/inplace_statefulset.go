@@ -13,6 +13,8 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -111,7 +113,7 @@ func (t statefulSetTarget) state() targetState {
 		ready:           s.Status.ReadyReplicas,
 		updateRevision:  s.Status.UpdateRevision,
 		currentRevision: s.Status.CurrentRevision,
-		held:            stsPartition(s),
+		held:            partition.StatefulSet(s),
 	}
 }
 
@@ -126,11 +128,11 @@ func (t statefulSetTarget) write(ctx context.Context, c *Controller, _ *v1alpha1
 	sts := t.StatefulSet
 	switch w.kind {
 	case setPartition:
-		patch := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":%d}}}}`, w.partition)
-		if _, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		patch := partition.StatefulSetPatch(w.partition)
+		if _, err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return "", fmt.Errorf("setting the partition of StatefulSet %q to %d: %w", sts.Name, w.partition, err)
 		}
-		return fmt.Sprintf("set the partition of StatefulSet %q from %d to %d", sts.Name, stsPartition(sts), w.partition), nil
+		return fmt.Sprintf("set the partition of StatefulSet %q from %d to %d", sts.Name, partition.StatefulSet(sts), w.partition), nil
 	default:
 		if err := c.restoreRevision(ctx, sts, w.revision); err != nil {
 			return "", fmt.Errorf("writing the template of revision %s back to StatefulSet %q: %w", w.revision, sts.Name, err)
@@ -143,25 +145,19 @@ func (t statefulSetTarget) write(ctx context.Context, c *Controller, _ *v1alpha1
 // StatefulSet's revision data is a strategic merge patch that replaces spec.template (what
 // kubectl rollout undo applies), so it is applied as it is.
 func (c *Controller) restoreRevision(ctx context.Context, sts *appsv1.StatefulSet, name string) error {
-	rev, err := c.kubeClient.AppsV1().ControllerRevisions(sts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	rev, err := c.ownedRevision(ctx, sts, kindStatefulSet, name)
 	if err != nil {
-		return fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+		return err
 	}
-	if !metav1.IsControlledBy(rev, sts) {
-		return fmt.Errorf("ControllerRevision %q does not belong to StatefulSet %q", name, sts.Name)
+	patch, err := revisiondata.NativeRestorePatch(rev.Data.Raw)
+	if err != nil {
+		return fmt.Errorf("ControllerRevision %q: %w", name, err)
 	}
-	_, err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, rev.Data.Raw, metav1.PatchOptions{})
+	_, err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Patch(ctx, sts.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
 func stsReplicas(s *appsv1.StatefulSet) int32 { return v1alpha1.ReplicasOrDefault(s.Spec.Replicas) }
-
-func stsPartition(s *appsv1.StatefulSet) int32 {
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
-		return *ru.Partition
-	}
-	return 0
-}
 
 func (statefulSetKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
 	return found(func(s *appsv1.StatefulSet) heldWorkload { return heldStatefulSet{s} })(
@@ -173,18 +169,17 @@ func (statefulSetKind) latest(ctx context.Context, c *Controller, namespace, nam
 // stays where it is (lowering it would update the rest without steps).
 type heldStatefulSet struct{ *appsv1.StatefulSet }
 
-func (s heldStatefulSet) held() bool { return stsPartition(s.StatefulSet) != 0 }
+func (s heldStatefulSet) held() bool { return partition.StatefulSet(s.StatefulSet) != 0 }
 
 func (s heldStatefulSet) midRelease() string {
 	if s.Status.UpdateRevision == s.Status.CurrentRevision {
 		return ""
 	}
 	return fmt.Sprintf("StatefulSet %q keeps partition %d (%d pods on revision %s); lower it to finish or restore its template to undo",
-		s.Name, stsPartition(s.StatefulSet), s.Status.UpdatedReplicas, s.Status.UpdateRevision)
+		s.Name, partition.StatefulSet(s.StatefulSet), s.Status.UpdatedReplicas, s.Status.UpdateRevision)
 }
 
 func (s heldStatefulSet) unhold(ctx context.Context, c *Controller) (string, error) {
-	patch := []byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`)
-	_, err := c.kubeClient.AppsV1().StatefulSets(s.Namespace).Patch(ctx, s.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return fmt.Sprintf("StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", s.Name, stsPartition(s.StatefulSet)), err
+	_, err := c.kubeClient.AppsV1().StatefulSets(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, partition.StatefulSetPatch(0), metav1.PatchOptions{})
+	return fmt.Sprintf("StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", s.Name, partition.StatefulSet(s.StatefulSet)), err
 }

@@ -2,7 +2,6 @@ package canary
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -21,8 +21,8 @@ import (
 // replicas − N and the agent's TApp controller updates the N highest ids, within the TApp's
 // maxUnavailable. Its status.currentRevision stays the revision the release started from until
 // every instance runs the new one (pkg/controller/tapp). Its revisions are ControllerRevisions
-// whose data is {"spec":{"template":…,"templatePool":…}}: an abort writes both back, as
-// kubectl workload undo tapp/x does.
+// recording its template and template pool (pkg/apis/apps/revisiondata): an abort writes both
+// back, as kubectl workload undo tapp/x does.
 //
 // TApps come from the agent's shared TApp informer, which holds every TApp (the TApp controller
 // needs them all): no watch by name.
@@ -70,7 +70,7 @@ func (t tappTarget) state() targetState {
 		ready:           s.ReadyReplicas,
 		updateRevision:  s.UpdateRevision,
 		currentRevision: s.CurrentRevision,
-		held:            tappPartition(t.TApp),
+		held:            partition.TApp(t.TApp),
 	}
 }
 
@@ -143,7 +143,7 @@ func (t tappTarget) write(ctx context.Context, c *Controller, _ *v1alpha1.Canary
 		if err := c.patchTAppPartition(ctx, tapp.Namespace, tapp.Name, w.partition); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("set the partition of TApp %q from %d to %d", tapp.Name, tappPartition(tapp), w.partition), nil
+		return fmt.Sprintf("set the partition of TApp %q from %d to %d", tapp.Name, partition.TApp(tapp), w.partition), nil
 	default:
 		if err := c.restoreTAppRevision(ctx, tapp, w.revision); err != nil {
 			return "", fmt.Errorf("writing the templates of revision %s back to TApp %q: %w", w.revision, tapp.Name, err)
@@ -154,44 +154,27 @@ func (t tappTarget) write(ctx context.Context, c *Controller, _ *v1alpha1.Canary
 
 // patchTAppPartition sets spec.updateStrategy.partition with a merge patch (a TApp is a custom
 // resource: no strategic merge), leaving the rest of the update strategy as it is.
-func (c *Controller) patchTAppPartition(ctx context.Context, namespace, name string, partition int32) error {
-	patch := fmt.Appendf(nil, `{"spec":{"updateStrategy":{"partition":%d}}}`, partition)
-	if _, err := c.client.AppsV1alpha1().TApps(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("setting the partition of TApp %q to %d: %w", name, partition, err)
+func (c *Controller) patchTAppPartition(ctx context.Context, namespace, name string, n int32) error {
+	if _, err := c.client.AppsV1alpha1().TApps(namespace).Patch(ctx, name, types.MergePatchType, partition.TAppPatch(n), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting the partition of TApp %q to %d: %w", name, n, err)
 	}
 	return nil
 }
 
-// restoreTAppRevision writes the templates a ControllerRevision of t recorded back to t. Its data
-// is what the TApp controller records (revisionData in pkg/controller/tapp): spec.template and
-// spec.templatePool. A merge patch would merge the template's labels and annotations into the
-// current ones, so a JSON patch replaces the template, and the pool (or removes it when the
-// revision had none); the TApp controller then finds the revision's hash again.
+// restoreTAppRevision writes the templates a ControllerRevision of t recorded back to t, with
+// the restore patch of pkg/apis/apps/revisiondata (the template replaced whole, the pool put
+// back or removed): the TApp controller then finds the revision's hash again.
 func (c *Controller) restoreTAppRevision(ctx context.Context, t *v1alpha1.TApp, name string) error {
-	data, err := c.revisionSpec(ctx, t, kindTApp, name)
+	data, err := c.revisionTemplates(ctx, t, kindTApp, name)
 	if err != nil {
 		return err
 	}
-	ops := []map[string]any{{"op": "replace", "path": "/spec/template", "value": data.Template}}
-	switch {
-	case len(data.TemplatePool) > 0 && string(data.TemplatePool) != "null":
-		ops = append(ops, map[string]any{"op": "add", "path": "/spec/templatePool", "value": data.TemplatePool})
-	case t.Spec.TemplatePool != nil:
-		ops = append(ops, map[string]any{"op": "remove", "path": "/spec/templatePool"})
-	}
-	patch, err := json.Marshal(ops)
+	patch, err := data.RestorePatch(t.Spec.TemplatePool != nil)
 	if err != nil {
 		return err
 	}
 	_, err = c.client.AppsV1alpha1().TApps(t.Namespace).Patch(ctx, t.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	return err
-}
-
-func tappPartition(t *v1alpha1.TApp) int32 {
-	if p := t.Spec.UpdateStrategy.Partition; p != nil {
-		return *p
-	}
-	return 0
 }
 
 func (tappKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
@@ -204,17 +187,17 @@ func (tappKind) latest(ctx context.Context, c *Controller, namespace, name strin
 // where it is (lowering it would update the rest without steps).
 type heldTApp struct{ *v1alpha1.TApp }
 
-func (t heldTApp) held() bool { return tappPartition(t.TApp) != 0 }
+func (t heldTApp) held() bool { return partition.TApp(t.TApp) != 0 }
 
 func (t heldTApp) midRelease() string {
 	if t.Status.UpdateRevision == t.Status.CurrentRevision {
 		return ""
 	}
 	return fmt.Sprintf("TApp %q keeps partition %d (%d instances on revision %s); lower it to finish (kubectl workload set-partition tapp/%s 0) or undo it (kubectl workload undo tapp/%s)",
-		t.Name, tappPartition(t.TApp), t.Status.UpdatedReplicas, t.Status.UpdateRevision, t.Name, t.Name)
+		t.Name, partition.TApp(t.TApp), t.Status.UpdatedReplicas, t.Status.UpdateRevision, t.Name, t.Name)
 }
 
 func (t heldTApp) unhold(ctx context.Context, c *Controller) (string, error) {
 	err := c.patchTAppPartition(ctx, t.Namespace, t.Name, 0)
-	return fmt.Sprintf("TApp %q is no longer held (partition %d → 0) and updates its instances by itself again", t.Name, tappPartition(t.TApp)), err
+	return fmt.Sprintf("TApp %q is no longer held (partition %d → 0) and updates its instances by itself again", t.Name, partition.TApp(t.TApp)), err
 }

@@ -2,7 +2,6 @@ package canary
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	informers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -50,7 +51,7 @@ func (t unitedDeploymentTarget) state() targetState {
 	ud := t.UnitedDeployment
 	var held int32
 	for _, s := range ud.Spec.Topology.Subsets {
-		held += min(t.partition(s.Name), t.subsetReplicas(s.Name))
+		held += min(partition.Subset(ud, s.Name), t.subsetReplicas(s.Name))
 	}
 	return targetState{
 		observed: ud.Status.ObservedGeneration >= ud.Generation,
@@ -71,13 +72,6 @@ func (t unitedDeploymentTarget) subsetReplicas(name string) int32 {
 		if s.Name == name {
 			return s.Replicas
 		}
-	}
-	return 0
-}
-
-func (t unitedDeploymentTarget) partition(name string) int32 {
-	if m := t.Spec.UpdateStrategy.ManualUpdate; m != nil {
-		return m.Partitions[name]
 	}
 	return 0
 }
@@ -163,7 +157,7 @@ func (t unitedDeploymentTarget) write(ctx context.Context, c *Controller, cn *v1
 		return fmt.Sprintf("wrote the template of revision %s back to UnitedDeployment %q (%s)", w.revision, t.Name, w.reason), nil
 	}
 	parts := t.partitions(cn, w.partition, w.step)
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"updateStrategy": map[string]any{"manualUpdate": map[string]any{"partitions": parts}}}})
+	patch, err := partition.SubsetsPatch(parts)
 	if err != nil {
 		return "", err
 	}
@@ -178,15 +172,14 @@ func (t unitedDeploymentTarget) write(ctx context.Context, c *Controller, cn *v1
 		t.Name, t.Status.CurrentRevision, strings.Join(each, ", ")), nil
 }
 
-// restoreUnitedDeployment writes the template a ControllerRevision of ud recorded back to ud:
-// its data is {"spec":{"template":…}}, which a JSON patch puts in place whole (a merge patch
-// would keep fields the newer template added).
+// restoreUnitedDeployment writes the template a ControllerRevision of ud recorded back to ud,
+// whole (revisiondata: a merge patch would keep fields the newer template added).
 func (c *Controller) restoreUnitedDeployment(ctx context.Context, ud *v1alpha1.UnitedDeployment, name string) error {
-	spec, err := c.revisionSpec(ctx, ud, kindUnitedDeployment, name)
+	data, err := c.revisionTemplates(ctx, ud, kindUnitedDeployment, name)
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec/template", "value": spec.Template}})
+	patch, err := data.RestorePatch(false)
 	if err != nil {
 		return err
 	}
@@ -194,30 +187,18 @@ func (c *Controller) restoreUnitedDeployment(ctx context.Context, ud *v1alpha1.U
 	return err
 }
 
-// revisionSpec is what a ControllerRevision of owner (a TApp or UnitedDeployment: their
-// controllers record {"spec":{"template":…[,"templatePool":…]}}) holds, read from the API
-// server and checked to be owner's.
-func (c *Controller) revisionSpec(ctx context.Context, owner metav1.Object, kind, name string) (*revisionData, error) {
-	rev, err := c.kubeClient.AppsV1().ControllerRevisions(owner.GetNamespace()).Get(ctx, name, metav1.GetOptions{})
+// revisionTemplates are the templates a ControllerRevision of owner (a TApp or
+// UnitedDeployment) records, read from the API server and checked to be owner's.
+func (c *Controller) revisionTemplates(ctx context.Context, owner metav1.Object, kind, name string) (revisiondata.Data, error) {
+	rev, err := c.ownedRevision(ctx, owner, kind, name)
 	if err != nil {
-		return nil, fmt.Errorf("reading ControllerRevision %q: %w", name, err)
+		return revisiondata.Data{}, err
 	}
-	if !metav1.IsControlledBy(rev, owner) {
-		return nil, fmt.Errorf("ControllerRevision %q does not belong to %s %q", name, kind, owner.GetName())
+	data, err := revisiondata.Decode(rev.Data.Raw)
+	if err != nil {
+		return revisiondata.Data{}, fmt.Errorf("ControllerRevision %q holds no spec.template of a %s (%v): was it written by the agent?", name, kind, err)
 	}
-	var data struct {
-		Spec revisionData `json:"spec"`
-	}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil || len(data.Spec.Template) == 0 {
-		return nil, fmt.Errorf("ControllerRevision %q holds no spec.template of a %s (%v): was it written by the agent?", name, kind, err)
-	}
-	return &data.Spec, nil
-}
-
-// revisionData is the spec a TApp's or UnitedDeployment's ControllerRevision records.
-type revisionData struct {
-	Template     json.RawMessage `json:"template"`
-	TemplatePool json.RawMessage `json:"templatePool"`
+	return data, nil
 }
 
 func (unitedDeploymentKind) latest(ctx context.Context, c *Controller, namespace, name string) (heldWorkload, error) {
@@ -230,8 +211,7 @@ func (unitedDeploymentKind) latest(ctx context.Context, c *Controller, namespace
 type heldUnitedDeployment struct{ *v1alpha1.UnitedDeployment }
 
 func (u heldUnitedDeployment) held() bool {
-	m := u.Spec.UpdateStrategy.ManualUpdate
-	return m != nil && len(m.Partitions) > 0
+	return len(partition.Subsets(u.UnitedDeployment)) > 0
 }
 
 func (u heldUnitedDeployment) midRelease() string {
@@ -243,7 +223,6 @@ func (u heldUnitedDeployment) midRelease() string {
 }
 
 func (u heldUnitedDeployment) unhold(ctx context.Context, c *Controller) (string, error) {
-	patch := []byte(`{"spec":{"updateStrategy":{"manualUpdate":{"partitions":null}}}}`)
-	_, err := c.client.AppsV1alpha1().UnitedDeployments(u.Namespace).Patch(ctx, u.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err := c.client.AppsV1alpha1().UnitedDeployments(u.Namespace).Patch(ctx, u.Name, types.MergePatchType, partition.ClearSubsetsPatch(), metav1.PatchOptions{})
 	return fmt.Sprintf("UnitedDeployment %q is no longer held (its partitions removed) and updates its subsets by itself again", u.Name), err
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
@@ -198,8 +199,8 @@ func TestTAppTargetWriteActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img := got.Spec.Template.Spec.Containers[0].Image; img != "game:v1" || got.Spec.TemplatePool != nil || tappPartition(got) != 2 {
-		t.Errorf("stored TApp: image %s pool %v partition %d", img, got.Spec.TemplatePool, tappPartition(got))
+	if img := got.Spec.Template.Spec.Containers[0].Image; img != "game:v1" || got.Spec.TemplatePool != nil || partition.TApp(got) != 2 {
+		t.Errorf("stored TApp: image %s pool %v partition %d", img, got.Spec.TemplatePool, partition.TApp(got))
 	}
 }
 
