@@ -386,7 +386,7 @@ func (f *fixture) status(phase v1alpha1.CanaryPhase, current int32, states ...v1
 
 // newCanary is checkout's release of nginx 1.27: 10 replicas in 4 batches (1, 4, 7, 10), with
 // a surge bound of 100% (10 pods) that none of the batch tests reaches, so that each batch's
-// writes come in one sync; surge_test.go covers the bound itself.
+// writes come in one sync; pair_scale_test.go covers the bound itself.
 func newCanary(pause v1alpha1.PauseType) *v1alpha1.Canary {
 	return &v1alpha1.Canary{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Canary"},
