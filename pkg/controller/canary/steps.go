@@ -41,12 +41,12 @@ func (s step) bakes() bool { return s.pauseFor > 0 || len(s.analysis) > 0 }
 
 // stepsOf is the release spec describes (v1alpha1.CanarySteps).
 func stepsOf(spec *v1alpha1.CanarySpec) ([]step, error) {
-	plan, err := v1alpha1.CanarySteps(spec)
+	planned, err := v1alpha1.CanarySteps(spec)
 	if err != nil {
 		return nil, err
 	}
-	steps := make([]step, len(plan))
-	for i, s := range plan {
+	steps := make([]step, len(planned))
+	for i, s := range planned {
 		steps[i] = step{canaryReplicas: s.Replicas, analysis: s.Analysis, subsets: s.Subsets}
 		switch {
 		case s.Pause == nil:
