@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -135,6 +136,12 @@ func (o *Options) completePrinter() error {
 	}
 	var err error
 	o.Printer, err = o.PrintFlags.ToPrinter()
+	if genericclioptions.IsNoCompatiblePrinterError(err) {
+		// The printers' list lacks wide, which the tree is.
+		allowed := append(o.PrintFlags.AllowedFormats(), "wide")
+		sort.Strings(allowed)
+		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", format, strings.Join(allowed, ","))
+	}
 	return err
 }
 
@@ -145,8 +152,8 @@ func (o *Options) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	if o.Watch {
-		terminal := status.DetectDisplay(o.Out, os.Getenv).Terminal
-		return follow(ctx, o.Out, terminal, o.Interval, o.render)
+		d := status.DetectDisplay(o.Out, os.Getenv)
+		return follow(ctx, o.Out, d.Terminal, d.Width, o.Interval, o.render)
 	}
 	tree, err := o.read(ctx)
 	if err != nil {
@@ -183,9 +190,10 @@ func (o *Options) render(ctx context.Context) (string, error) {
 }
 
 // follow shows what render draws, again every interval when it changed, until ctx ends (nil)
-// or render fails (its error): on a terminal in place (cursor up over what it drew, erase,
+// or render fails (its error): on a terminal of columns columns in place (cursor up over the
+// rows it drew, a line wider than the terminal counting for the rows it wrapped onto, erase,
 // draw), elsewhere after a blank line.
-func follow(ctx context.Context, out io.Writer, terminal bool, interval time.Duration, render func(context.Context) (string, error)) error {
+func follow(ctx context.Context, out io.Writer, terminal bool, columns int, interval time.Duration, render func(context.Context) (string, error)) error {
 	last, drawn := "", 0
 	for {
 		text, err := render(ctx)
@@ -207,7 +215,7 @@ func follow(ctx context.Context, out io.Writer, terminal bool, interval time.Dur
 			if _, err := io.WriteString(out, b.String()); err != nil {
 				return err
 			}
-			last, drawn = text, strings.Count(text, "\n")
+			last, drawn = text, textwidth.Rows(text, columns)
 		}
 		select {
 		case <-ctx.Done():

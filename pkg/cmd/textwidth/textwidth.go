@@ -92,3 +92,21 @@ func breakAt(r []rune, room int) int {
 	}
 	return room
 }
+
+// Rows is how many rows of a terminal width columns wide text takes, its lines ending with
+// "\n": a line longer than the width wraps onto more (width 0: one each).
+func Rows(text string, width int) int {
+	rows := 0
+	for _, l := range strings.SplitAfter(text, "\n") {
+		if !strings.HasSuffix(l, "\n") {
+			continue // what follows the last newline: the cursor stays on that row
+		}
+		n := utf8.RuneCountInString(strings.TrimSuffix(l, "\n"))
+		if width <= 0 || n <= width {
+			rows++
+			continue
+		}
+		rows += (n + width - 1) / width
+	}
+	return rows
+}

@@ -73,3 +73,25 @@ func TestWrap(t *testing.T) {
 		}
 	}
 }
+
+// A line wider than the terminal takes more rows: what a redraw must move the cursor up over.
+func TestRows(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		width int
+		want  int
+	}{
+		{"", 80, 0},
+		{"a\nb\n", 80, 2},
+		{"a\nb\n", 0, 2},
+		{"\n\n", 10, 2},
+		{"0123456789\n", 10, 1},
+		{"0123456789a\n", 10, 2},
+		{"0123456789012345678901\nx\n", 10, 4},
+		{"├──────────┤\n", 6, 2},
+	} {
+		if got := Rows(c.text, c.width); got != c.want {
+			t.Errorf("Rows(%q, %d) = %d, want %d", c.text, c.width, got, c.want)
+		}
+	}
+}
