@@ -48,17 +48,22 @@ func krewBinary(t *testing.T, root string) string {
 	return bin
 }
 
-// krewEnv is an environment with kubectl and krew (as the kubectl plugin kubectl-krew) on PATH,
-// krew's root in a temporary directory and its check for a newer krew (a network call) off.
-func krewEnv(t *testing.T, root string) (env []string, krewRoot string) {
+// krewEnv is the module's root and an environment with kubectl and krew (as the kubectl plugin
+// kubectl-krew) on PATH, krew's root in a temporary directory and its check for a newer krew (a
+// network call) off.
+func krewEnv(t *testing.T) (root string, env []string, krewRoot string) {
 	t.Helper()
+	root, err := agentproc.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := t.TempDir()
 	if err := os.Symlink(krewBinary(t, root), filepath.Join(bin, "kubectl-krew")); err != nil {
 		t.Fatal(err)
 	}
 	krewRoot = t.TempDir()
 	path := strings.Join([]string{filepath.Join(krewRoot, "bin"), bin, filepath.Dir(pluginexec.Kubectl(t)), os.Getenv("PATH")}, string(os.PathListSeparator))
-	return append(os.Environ(), "PATH="+path, "KREW_ROOT="+krewRoot, "KREW_NO_UPGRADE_CHECK=1"), krewRoot
+	return root, append(os.Environ(), "PATH="+path, "KREW_ROOT="+krewRoot, "KREW_NO_UPGRADE_CHECK=1"), krewRoot
 }
 
 func run(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
@@ -73,11 +78,7 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) (s
 // make krew-install builds this machine's archive and manifest and installs them with krew: the
 // plugin is then on krew's PATH and runs.
 func TestMakeKrewInstall(t *testing.T) {
-	root, err := agentproc.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, krewRoot := krewEnv(t, root)
+	root, env, krewRoot := krewEnv(t)
 	dir := t.TempDir()
 	if _, err := run(t, root, env, "make", "krew-install", "KREW_INSTALL_DIR="+dir); err != nil {
 		t.Fatalf("make krew-install: %v", err)
@@ -96,11 +97,7 @@ func TestMakeKrewInstall(t *testing.T) {
 // runs on: another platform's archive fails with "checksum does not match", which is why each
 // platform installs its own.
 func TestKrewRefusesAnotherPlatformsArchive(t *testing.T) {
-	root, err := agentproc.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, _ := krewEnv(t, root)
+	root, env, _ := krewEnv(t)
 	dist := t.TempDir()
 	host := runtime.GOOS + "/" + runtime.GOARCH
 	other := "linux/arm64"
