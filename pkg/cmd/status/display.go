@@ -79,8 +79,8 @@ func line(ref string, st workload.RolloutStatus) string {
 
 // headline is the summary line wrapped to the width in at most maxLines lines (0: any number;
 // the last one ends with "…" when some are left out), the lines after the first aligned under
-// the summary (or half the width, when it is further), and the state word colored (after wrapping, so that escape
-// sequences never count as width).
+// the summary (or at half the width, when that is nearer), and the state word colored (after
+// wrapping, so that escape sequences never count as width).
 func (d Display) headline(ref string, st workload.RolloutStatus, maxLines int) []string {
 	prefix := ref + " " + st.Phase + ": "
 	lines := textwidth.Wrap(prefix+st.Summary, d.Width, utf8.RuneCountInString(prefix))
@@ -172,11 +172,9 @@ func (p *Progress) block(st workload.RolloutStatus) []string {
 	d := p.Display
 	d.Width = max(p.Width-1, 10) // the last column would make some terminals wrap
 	room := max(p.Height-2, 1)   // keep a row for the cursor
-	keep := room
-	if len(st.Progress) > 0 {
-		keep = max(room-2, 1) // and the first progress line, and one to say how many are left out
-	}
-	lines := d.headline(p.ref, st, keep)
+	// The summary leaves a row for the first progress line, and one to say how many more are
+	// left out.
+	lines := d.headline(p.ref, st, max(room-min(len(st.Progress), 2), 1))
 	for i, l := range st.Progress {
 		if len(lines) == room {
 			lines[len(lines)-1] = textwidth.Cut(fmt.Sprintf("  … %d more", len(st.Progress)-i+1), d.Width)
