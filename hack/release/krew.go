@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -89,16 +92,23 @@ func ReadManifest(data []byte) (*Manifest, error) {
 
 // Generate fills a manifest's version, caveats and platforms from the archives of platforms in
 // distDir: one platform per archive, with its real sha256, its URI under baseURL, the binary as
-// bin and files entries that extract the binary, the completion script and LICENSE.
+// bin and files entries that extract the binary, the completion script and LICENSE. An archive
+// missing is an error naming every one missing: a manifest of fewer platforms than asked for
+// would pass krew's rules and leave those platforms out of the release unnoticed.
 func Generate(p *Manifest, version, distDir, baseURL string, platforms []Platform) error {
 	p.Spec.Version = version
 	p.Spec.Caveats = Caveats
 	p.Spec.Platforms = nil
+	var missing []string
 	for _, pl := range platforms {
 		name := ArchiveName(version, pl)
 		sum, err := SHA256(filepath.Join(distDir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, pl.String()+" ("+name+")")
+			continue
+		}
 		if err != nil {
-			return fmt.Errorf("%s: %w (run make dist first)", name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		p.Spec.Platforms = append(p.Spec.Platforms, KrewPlatform{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": pl.OS, "arch": pl.Arch}},
@@ -112,7 +122,39 @@ func Generate(p *Manifest, version, distDir, baseURL string, platforms []Platfor
 			},
 		})
 	}
+	if len(missing) > 0 {
+		return fmt.Errorf("no archive in %s for %s: run make dist first, with the same DIST_PLATFORMS", distDir, strings.Join(missing, ", "))
+	}
 	return nil
+}
+
+// ParsePlatforms reads platforms as DIST_PLATFORMS lists them: os/arch words, separated by
+// spaces or commas.
+func ParsePlatforms(s string) ([]Platform, error) {
+	var out []Platform
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
+		goos, arch, ok := strings.Cut(w, "/")
+		if !ok || goos == "" || arch == "" || strings.Contains(arch, "/") {
+			return nil, fmt.Errorf("platform %q: want os/arch, such as linux/amd64", w)
+		}
+		pl := Platform{goos, arch}
+		if slices.Contains(out, pl) {
+			return nil, fmt.Errorf("platform %s is listed twice", pl)
+		}
+		out = append(out, pl)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no platform in %q", s)
+	}
+	return out, nil
+}
+
+// InstallArgs are the arguments of the kubectl command that installs the plugin from a local
+// build in distDir on a machine of platform p: krew checks the archive it is given against the
+// sha256 of the manifest's platform that matches the machine it runs on, so each platform
+// installs its own archive, which must be in the manifest.
+func InstallArgs(version, distDir string, p Platform) []string {
+	return []string{"krew", "install", "--manifest=" + path.Join(distDir, PluginName+".yaml"), "--archive=" + path.Join(distDir, ArchiveName(version, p))}
 }
 
 // Marshal writes a manifest as krew reads it, with its header, fields in the order krew's

@@ -2,7 +2,8 @@
 // platform and the krew manifest with their sha256 sums. hack/dist.mk runs it:
 //
 //	go run ./hack/release archive -os linux -arch amd64 -version v0.1.0 -bin dist/bin/linux_amd64/kubectl-workload -out dist
-//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -template krew.yaml -out dist/workload.yaml
+//	go run ./hack/release krew -version v0.1.0 -dist dist -base-url https://…/releases/download/v0.1.0 -template krew.yaml -out dist/workload.yaml [-platforms 'linux/amd64 …']
+//	go run ./hack/release krew-install -version v0.1.0 -dist dist [-dry-run]
 //	go run ./hack/release checksums -version v0.1.0 -dist dist
 //	go run ./hack/release validate [-krew-index] -manifest dist/workload.yaml
 package main
@@ -10,8 +11,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +29,7 @@ const defaultEpoch = 315532800
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(fmt.Errorf("usage: release archive|krew|checksums|validate [flags]"))
+		fail(fmt.Errorf("usage: release archive|krew|krew-install|checksums|validate [flags]"))
 	}
 	var err error
 	switch os.Args[1] {
@@ -31,12 +37,14 @@ func main() {
 		err = archiveCmd(os.Args[2:])
 	case "krew":
 		err = krewCmd(os.Args[2:])
+	case "krew-install":
+		err = krewInstallCmd(os.Args[2:], Platform{runtime.GOOS, runtime.GOARCH}, os.Stdout)
 	case "checksums":
 		err = checksumsCmd(os.Args[2:])
 	case "validate":
 		err = validateCmd(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: use archive, krew, checksums or validate", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use archive, krew, krew-install, checksums or validate", os.Args[1])
 	}
 	fail(err)
 }
@@ -94,9 +102,17 @@ func krewCmd(args []string) error {
 	baseURL := fs.String("base-url", "", "URL the archives are downloaded from")
 	template := fs.String("template", "krew.yaml", "the manifest without version and platforms")
 	manifest := fs.String("out", filepath.Join("dist", PluginName+".yaml"), "the manifest to write (named after the plugin, as krew-index requires)")
+	platformList := fs.String("platforms", "", "the platforms of the manifest, os/arch separated by spaces or commas (DIST_PLATFORMS); empty: every release platform")
 	_ = fs.Parse(args)
 	if *version == "" || *baseURL == "" {
 		return fmt.Errorf("krew needs -version and -base-url")
+	}
+	platforms := Platforms
+	if strings.TrimSpace(*platformList) != "" {
+		var err error
+		if platforms, err = ParsePlatforms(*platformList); err != nil {
+			return fmt.Errorf("-platforms: %w", err)
+		}
 	}
 	data, err := os.ReadFile(*template)
 	if err != nil {
@@ -106,7 +122,7 @@ func krewCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *template, err)
 	}
-	if err := Generate(m, *version, *dist, *baseURL, Platforms); err != nil {
+	if err := Generate(m, *version, *dist, *baseURL, platforms); err != nil {
 		return err
 	}
 	errs := Validate(m, true)
@@ -125,6 +141,48 @@ func krewCmd(args []string) error {
 	}
 	fmt.Printf("%s: %s with %d platforms\n", *manifest, *version, len(m.Spec.Platforms))
 	return nil
+}
+
+// krewInstallCmd installs the plugin with krew from a local build in -dist, with the archive of
+// the machine's own platform (host): the one krew checks. With -dry-run it prints the command.
+func krewInstallCmd(args []string, host Platform, out io.Writer) error {
+	fs := flag.NewFlagSet("krew-install", flag.ExitOnError)
+	version := fs.String("version", "", "release version")
+	dist := fs.String("dist", "dist", "directory holding the manifest and the archive")
+	dryRun := fs.Bool("dry-run", false, "print the kubectl command instead of running it")
+	_ = fs.Parse(args)
+	if *version == "" {
+		return fmt.Errorf("krew-install needs -version")
+	}
+	manifest := filepath.Join(*dist, PluginName+".yaml")
+	archive := filepath.Join(*dist, ArchiveName(*version, host))
+	for _, f := range []string{manifest, archive} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%s: %w: run make dist krew-manifest DIST_PLATFORMS=%s first (make krew-install does)", f, err, host)
+		}
+	}
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return err
+	}
+	m, err := ReadManifest(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", manifest, err)
+	}
+	if !slices.ContainsFunc(m.Spec.Platforms, func(p KrewPlatform) bool { return p.URI != "" && path.Base(p.URI) == ArchiveName(*version, host) }) {
+		return fmt.Errorf("%s has no platform for %s (this machine), so krew would refuse the archive: run make krew-manifest with %s in DIST_PLATFORMS", manifest, host, host)
+	}
+	kubectlArgs := InstallArgs(*version, filepath.ToSlash(*dist), host)
+	if *dryRun {
+		_, err := fmt.Fprintln(out, "kubectl "+strings.Join(kubectlArgs, " "))
+		return err
+	}
+	if err := exec.Command("kubectl", "krew", "version").Run(); err != nil {
+		return fmt.Errorf("kubectl krew version: %w: install krew first (https://krew.sigs.k8s.io/docs/user-guide/setup/install/)", err)
+	}
+	cmd := exec.Command("kubectl", kubectlArgs...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, os.Stderr
+	return cmd.Run()
 }
 
 func checksumsCmd(args []string) error {

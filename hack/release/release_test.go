@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
 )
 
 const repo = "../.."
@@ -150,16 +154,8 @@ func TestArchivesAreReproducible(t *testing.T) {
 // that reads back unchanged.
 func TestKrewCommandWritesEveryPlatform(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "stand-in")
-	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	dist := filepath.Join(dir, "dist")
-	for _, p := range Platforms {
-		if err := WriteArchive(filepath.Join(dist, ArchiveName("v1.2.3", p)), Entries(p, bin, filepath.Join(repo, "hack"), filepath.Join(repo, "LICENSE")), time.Unix(defaultEpoch, 0)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeArchives(t, dist, "v1.2.3", Platforms)
 	manifest := filepath.Join(dir, "workload.yaml")
 	if err := krewCmd([]string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com/releases/v1.2.3/", "-template", template, "-out", manifest}); err != nil {
 		t.Fatal(err)
@@ -283,5 +279,120 @@ func TestValidateRejectsWhatKrewRejects(t *testing.T) {
 	}
 	if _, err := ReadManifest([]byte("apiVersion: x\nkind: Plugin\nspec:\n  platfroms: []\n")); err == nil {
 		t.Error("a misspelt field is accepted")
+	}
+}
+
+// writeArchives writes stand-in archives of version for platforms into dist.
+func writeArchives(t *testing.T, dist, version string, platforms []Platform) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stand-in")
+	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range platforms {
+		if err := WriteArchive(filepath.Join(dist, ArchiveName(version, p)), Entries(p, bin, filepath.Join(repo, "hack"), filepath.Join(repo, "LICENSE")), time.Unix(defaultEpoch, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// make dist krew-manifest DIST_PLATFORMS=linux/amd64 writes a manifest of that archive only,
+// which passes krew's and krew-index's rules; a platform asked for without its archive is
+// refused, every missing one named, and nothing is written.
+func TestKrewManifestOfSomePlatforms(t *testing.T) {
+	dir := t.TempDir()
+	dist := filepath.Join(dir, "dist")
+	writeArchives(t, dist, "v1.2.3", []Platform{{"linux", "amd64"}})
+	manifest := filepath.Join(dir, "workload.yaml")
+	base := []string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com", "-template", template, "-out", manifest}
+	if err := krewCmd(append(base, "-platforms", "linux/amd64")); err != nil {
+		t.Fatal(err)
+	}
+	m := readManifest(t, manifest)
+	if len(m.Spec.Platforms) != 1 || m.Spec.Platforms[0].Selector.MatchLabels["os"] != "linux" || m.Spec.Platforms[0].Selector.MatchLabels["arch"] != "amd64" {
+		t.Errorf("platforms %+v, want linux/amd64 only", m.Spec.Platforms)
+	}
+	if err := validateCmd([]string{"-krew-index", "-manifest", manifest}); err != nil {
+		t.Errorf("krew-index rules: %v", err)
+	}
+	if err := os.Remove(manifest); err != nil {
+		t.Fatal(err)
+	}
+	err := krewCmd(append(base, "-platforms", "linux/amd64 linux/arm64,darwin/arm64"))
+	for _, want := range []string{"linux/arm64 (kubectl-workload_v1.2.3_linux_arm64.tar.gz)", "darwin/arm64 (kubectl-workload_v1.2.3_darwin_arm64.tar.gz)", "run make dist first"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing archives: got %v, want it to name %q", err, want)
+		}
+	}
+	if _, err := os.Stat(manifest); err == nil {
+		t.Error("a manifest was written though archives were missing")
+	}
+	// Without -platforms, every release platform is asked for.
+	if err := krewCmd(base); err == nil || !strings.Contains(err.Error(), "windows/arm64") {
+		t.Errorf("every platform, one archive built: got %v, want windows/arm64 named missing", err)
+	}
+}
+
+func TestParsePlatforms(t *testing.T) {
+	got, err := ParsePlatforms(" linux/amd64  darwin/arm64,windows/amd64\n")
+	if err != nil || len(got) != 3 || got[2] != (Platform{"windows", "amd64"}) {
+		t.Errorf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "linux", "linux/", "/amd64", "linux/amd64/v2", "linux/amd64 linux/amd64"} {
+		if _, err := ParsePlatforms(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The command that installs a local build on each platform: krew checks the archive against the
+// manifest's platform of the machine, so each installs its own (docs/distribution.md lists them).
+func TestKrewInstallCommandPerPlatform(t *testing.T) {
+	var b strings.Builder
+	for _, p := range Platforms {
+		fmt.Fprintf(&b, "%s: kubectl %s\n", p, strings.Join(InstallArgs("v0.1.0", "dist", p), " "))
+	}
+	cmdtest.Golden(t, "krew-install-commands", b.String())
+	doc, err := os.ReadFile(filepath.Join(repo, "docs", "distribution.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range Platforms {
+		if want := "kubectl " + strings.Join(InstallArgs("v0.1.0", "dist", p), " "); !strings.Contains(string(doc), want) {
+			t.Errorf("docs/distribution.md does not give %s's command: %s", p, want)
+		}
+	}
+}
+
+// make krew-install's last step picks this machine's archive, and refuses, saying what to run,
+// when it or its platform in the manifest is missing.
+func TestKrewInstallPicksTheHostArchive(t *testing.T) {
+	dir := t.TempDir()
+	dist := filepath.Join(dir, "dist")
+	built := []Platform{{"linux", "arm64"}, {"darwin", "arm64"}}
+	writeArchives(t, dist, "v1.2.3", built)
+	if err := krewCmd([]string{"-version", "v1.2.3", "-dist", dist, "-base-url", "https://example.com", "-template", template,
+		"-out", filepath.Join(dist, "workload.yaml"), "-platforms", "linux/arm64 darwin/arm64"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range built {
+		var out strings.Builder
+		if err := krewInstallCmd([]string{"-version", "v1.2.3", "-dist", dist, "-dry-run"}, host, &out); err != nil {
+			t.Fatalf("%s: %v", host, err)
+		}
+		want := "kubectl krew install --manifest=" + filepath.ToSlash(dist) + "/workload.yaml --archive=" + filepath.ToSlash(dist) + "/" + ArchiveName("v1.2.3", host) + "\n"
+		if out.String() != want {
+			t.Errorf("%s: %q, want %q", host, out.String(), want)
+		}
+	}
+	err := krewInstallCmd([]string{"-version", "v1.2.3", "-dist", dist, "-dry-run"}, Platform{"linux", "amd64"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "DIST_PLATFORMS=linux/amd64") {
+		t.Errorf("no archive for the host: %v, want the make command that builds it", err)
+	}
+	// An archive whose platform the manifest lacks: krew would refuse it.
+	writeArchives(t, dist, "v1.2.3", []Platform{{"linux", "amd64"}})
+	err = krewInstallCmd([]string{"-version", "v1.2.3", "-dist", dist, "-dry-run"}, Platform{"linux", "amd64"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "has no platform for linux/amd64") {
+		t.Errorf("the manifest lacks the host: %v", err)
 	}
 }

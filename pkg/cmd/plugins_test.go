@@ -1,12 +1,10 @@
 package cmd
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -17,7 +15,8 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-// k9sPlugin is one entry of k9s's plugins.yaml (k9s's own schema: internal/config/plugin.go).
+// k9sPlugin is one entry of k9s's plugins.yaml: the fields of k9s's schema at k9sMinVersion
+// (internal/config/json/schemas/plugins.json), which refuses the whole file for any other.
 type k9sPlugin struct {
 	ShortCut        string   `json:"shortCut"`
 	Override        bool     `json:"override"`
@@ -29,7 +28,6 @@ type k9sPlugin struct {
 	Dangerous       bool     `json:"dangerous"`
 	OverwriteOutput bool     `json:"overwriteOutput"`
 	Args            []string `json:"args"`
-	Pipes           []string `json:"pipes"`
 }
 
 // k9sVariables are the $VARIABLES k9s substitutes in a resource view (internal/view/helpers.go
@@ -57,10 +55,10 @@ var readOnlyVerbs = map[string]bool{"status": true, "get": true, "list": true, "
 
 // pluginInputs are values typed at a plugin's prompt (piped to xargs), per plugin and scope.
 var pluginInputs = map[string]map[string][]string{
-	"workload-promote-subsets":       {"uniteddeployments": {"--subset", "zone-a"}},
-	"workload-kill-instance":         {"tapps": {"1", "3"}},
-	"workload-set-partition":         {"tapps": {"2"}, "statefulsets": {"1"}},
-	"workload-set-subset-partitions": {"uniteddeployments": {"zone-a=0", "zone-b=2"}},
+	"workload-promote-subsets":       {"uniteddeployments.apps.workload.dev": {"--subset", "zone-a"}},
+	"workload-kill-instance":         {"tapps.apps.workload.dev": {"1", "3"}},
+	"workload-set-partition":         {"tapps.apps.workload.dev": {"2"}, "statefulsets": {"1"}},
+	"workload-set-subset-partitions": {"uniteddeployments.apps.workload.dev": {"zone-a=0", "zone-b=2"}},
 }
 
 func readPlugins(t *testing.T) map[string]k9sPlugin {
@@ -85,9 +83,11 @@ func readPlugins(t *testing.T) map[string]k9sPlugin {
 type invocation struct {
 	args  []string // after "kubectl workload", still holding k9s variables
 	xargs bool     // the prompt's input is appended
+	// kubeconfig: the command gets k9s's $KUBECONFIG as KUBECONFIG.
+	kubeconfig bool
 }
 
-var invocationRX = regexp.MustCompile(`(xargs )?kubectl workload ([^;|]*)`)
+var invocationRX = regexp.MustCompile(`(KUBECONFIG="\$KUBECONFIG" )?(xargs )?kubectl workload ([^;|]*)`)
 
 // invocations finds the plugin's kubectl workload commands, in args or in a sh -c script.
 func invocations(t *testing.T, p k9sPlugin) []invocation {
@@ -104,7 +104,7 @@ func invocations(t *testing.T, p k9sPlugin) []invocation {
 		}
 		var out []invocation
 		for _, m := range invocationRX.FindAllStringSubmatch(p.Args[1], -1) {
-			out = append(out, invocation{args: shellWords(t, m[2]), xargs: m[1] != ""})
+			out = append(out, invocation{args: shellWords(t, m[3]), xargs: m[2] != "", kubeconfig: m[1] != ""})
 		}
 		return out
 	}
@@ -174,7 +174,9 @@ func run(args []string) (msg string) {
 }
 
 // Every shortcut of plugins.yaml runs a real verb of the plugin, with flags it has, on kinds it
-// accepts; mutating verbs ask for confirmation; k9s can substitute every variable.
+// accepts, named as k9s names the selected resource; mutating verbs ask for confirmation and are
+// dangerous (k9s --readonly leaves them out); every command gets k9s's kubeconfig; k9s can
+// substitute every variable.
 func TestK9sPluginsRunRealVerbs(t *testing.T) {
 	noCluster(t)
 
@@ -214,6 +216,18 @@ func TestK9sPluginsRunRealVerbs(t *testing.T) {
 				if !readOnlyVerbs[verb] && !p.Confirm {
 					t.Errorf("%s changes the workload: confirm: true is required", verb)
 				}
+				if !readOnlyVerbs[verb] && !p.Dangerous {
+					t.Errorf("%s changes the workload: dangerous: true is required, or k9s --readonly runs it", verb)
+				}
+				if readOnlyVerbs[verb] && p.Dangerous {
+					t.Errorf("%s changes nothing: dangerous: true would hide it from k9s --readonly", verb)
+				}
+				if !inv.kubeconfig {
+					t.Errorf("kubectl workload %s: not given KUBECONFIG=\"$KUBECONFIG\" (k9s started with --kubeconfig does not export it)", verb)
+				}
+				if len(inv.args) < 2 || inv.args[1] != "$RESOURCE_NAME.$RESOURCE_GROUP" {
+					t.Errorf("kubectl workload %v: want the type as $RESOURCE_NAME.$RESOURCE_GROUP, the selected resource with its group", inv.args)
+				}
 				for _, scope := range p.Scopes {
 					args := substitute(inv.args, scope)
 					if inv.xargs {
@@ -252,7 +266,9 @@ func TestK9sPluginsRunRealVerbs(t *testing.T) {
 
 // substitute fills k9s's variables as k9s would for a selected object of the scope.
 func substitute(args []string, scope string) []string {
-	values := map[string]string{"RESOURCE_NAME": scope, "NAME": "web", "NAMESPACE": "shop", "CONTEXT": "k9s-context"}
+	k, _ := workload.KindFor(scope)
+	values := map[string]string{"RESOURCE_NAME": k.Resource.Resource, "RESOURCE_GROUP": k.Resource.Group,
+		"NAME": "web", "NAMESPACE": "shop", "CONTEXT": "k9s-context", "KUBECONFIG": os.Getenv("KUBECONFIG")}
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = k9sVariableRX.ReplaceAllStringFunc(a, func(v string) string {
@@ -303,147 +319,6 @@ users:
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", kubeconfig)
-}
-
-// k9sVersion is the k9s release whose key bindings k9sViewKeys lists.
-const k9sVersion = "v0.51.0"
-
-// k9sKey is a key k9s binds itself in a view.
-type k9sKey struct {
-	action string
-	// volatile: the table binds or unbinds the key on every refresh (ui.Table.doUpdate), after
-	// plugins are loaded, so not even override: true lets a plugin keep it.
-	volatile bool
-}
-
-// k9sViewKeys are the keys k9s (k9sVersion) binds in the views plugins.yaml's scopes reach, by
-// view, as k9s names them in a shortCut (tcell's key names). Each list names the k9s source it
-// is read from.
-var k9sViewKeys = map[string]map[string]k9sKey{
-	// Every resource view: internal/view/app.go bindKeys (the app's own keys, under the view's).
-	"app": {
-		"Ctrl-E": {action: "ToggleHeader"}, "Ctrl-G": {action: "ToggleCrumbs"}, "?": {action: "Help"},
-		"[": {action: "Go Back"}, "]": {action: "Go Forward"}, "-": {action: "Last View"},
-		"Ctrl-A": {action: "Aliases"}, "Enter": {action: "Goto"}, "Ctrl-C": {action: "Quit"},
-	},
-	// Every resource table: internal/view/table.go bindKeys, internal/ui/table.go doUpdate,
-	// internal/view/browser.go bindKeys, refreshActions and namespaceActions.
-	"table": {
-		"?": {action: "Help"}, " ": {action: "Mark"}, "Ctrl-Space": {action: "Mark Range"},
-		`Ctrl-\`: {action: "Marks Clear"}, "Ctrl-S": {action: "Save"}, "/": {action: "Filter Mode"},
-		"Ctrl-Z": {action: "Toggle Faults"}, "Ctrl-W": {action: "Toggle Wide"},
-		"Shift-N": {action: "Sort Name"}, "Shift-A": {action: "Sort Age"}, "Shift-S": {action: "Sort Status"},
-		"Shift-O": {action: "Sort Selected Column"},
-		"Shift-P": {action: "Sort Namespace (all-namespaces views)", volatile: true},
-		"Esc":     {action: "Filter Reset"}, "q": {action: "Filter Reset"}, "Enter": {action: "View"},
-		"c": {action: "Copy"}, "Ctrl-R": {action: "Refresh"}, "e": {action: "Edit"}, "Ctrl-D": {action: "Delete"},
-		"y": {action: "YAML"}, "d": {action: "Describe"}, "n": {action: "Copy Namespace"},
-		"w": {action: "Warp To Namespace"}, "0": {action: "all namespaces"}, "1": {action: "favorite namespace"},
-		"2": {action: "favorite namespace"}, "3": {action: "favorite namespace"}, "4": {action: "favorite namespace"},
-		"5": {action: "favorite namespace"}, "6": {action: "favorite namespace"}, "7": {action: "favorite namespace"},
-		"8": {action: "favorite namespace"}, "9": {action: "favorite namespace"},
-	},
-	// A custom resource (no viewer of its own): internal/view/command.go viewMetaFor,
-	// NewScaleExtender(NewOwnerExtender(NewBrowser)).
-	"custom-resource": {
-		"s": {action: "Scale"}, "Shift-J": {action: "Jump Owner"},
-	},
-	// internal/view/dp.go NewDeploy and bindKeys, with the extenders of k9sExtenderKeys.
-	"deployments": withExtenderKeys(map[string]k9sKey{"z": {action: "ReplicaSets"}}),
-	// internal/view/sts.go NewStatefulSet, with the extenders of k9sExtenderKeys.
-	"statefulsets": withExtenderKeys(map[string]k9sKey{}),
-	// internal/view/ds.go NewDaemonSet and bindKeys: the port-forward, restart, image and logs
-	// extenders, and its sort keys.
-	"daemonsets": {
-		"f": {action: "Show PortForward"}, "Shift-F": {action: "Port-Forward"}, "r": {action: "Restart"},
-		"i": {action: "Set Image"}, "l": {action: "Logs"}, "p": {action: "Logs Previous"},
-		"Shift-D": {action: "Sort Desired"}, "Shift-C": {action: "Sort Current"}, "Shift-R": {action: "Sort Ready"},
-		"Shift-U": {action: "Sort UpToDate"}, "Shift-L": {action: "Sort Available"},
-	},
-}
-
-// withExtenderKeys adds the keys of the extenders k9s wraps Deployments and StatefulSets in:
-// internal/view/pf_extender.go, vul_extender.go, restart_extender.go, scale_extender.go,
-// image_extender.go, owner_extender.go and logs_extender.go.
-func withExtenderKeys(keys map[string]k9sKey) map[string]k9sKey {
-	for k, v := range map[string]k9sKey{
-		"f": {action: "Show PortForward"}, "Shift-F": {action: "Port-Forward"},
-		"v": {action: "Show Vulnerabilities"}, "Shift-V": {action: "Sort Vulnerabilities"}, "r": {action: "Restart"},
-		"s": {action: "Scale"}, "i": {action: "Set Image"}, "Shift-J": {action: "Jump Owner"},
-		"l": {action: "Logs"}, "p": {action: "Logs Previous"},
-	} {
-		keys[k] = v
-	}
-	return keys
-}
-
-// k9sScopeViews are the views of k9sViewKeys that show a scope of plugins.yaml.
-var k9sScopeViews = map[string][]string{
-	"tapps":             {"app", "table", "custom-resource"},
-	"uniteddeployments": {"app", "table", "custom-resource"},
-	"canaries":          {"app", "table", "custom-resource"},
-	"deployments":       {"app", "table", "deployments"},
-	"statefulsets":      {"app", "table", "statefulsets"},
-	"daemonsets":        {"app", "table", "daemonsets"},
-}
-
-// k9sKeyCollisions lists the shortcuts of plugins that take a key k9s binds in a view their
-// scopes reach: k9s refuses such a plugin ("duplicate plugin key") unless it says override: true,
-// and even then cannot keep a volatile key.
-func k9sKeyCollisions(plugins map[string]k9sPlugin) []string {
-	var out []string
-	for name, p := range plugins {
-		for _, scope := range p.Scopes {
-			views, ok := k9sScopeViews[scope]
-			if !ok {
-				out = append(out, fmt.Sprintf("%s: scope %s: no k9s view listed for it", name, scope))
-				continue
-			}
-			for _, view := range views {
-				key, taken := k9sViewKeys[view][p.ShortCut]
-				switch {
-				case !taken:
-				case key.volatile:
-					out = append(out, fmt.Sprintf("%s: %s in %s is k9s's %q, rebound on every refresh (override cannot keep it)", name, p.ShortCut, scope, key.action))
-				case !p.Override:
-					out = append(out, fmt.Sprintf("%s: %s in %s is k9s's %q (another key, or override: true to take it over)", name, p.ShortCut, scope, key.action))
-				}
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// No shortcut of plugins.yaml takes a key k9s binds in a view its scopes reach.
-func TestK9sPluginKeysFreeInK9s(t *testing.T) {
-	for _, c := range k9sKeyCollisions(readPlugins(t)) {
-		t.Errorf("k9s %s: %s", k9sVersion, c)
-	}
-}
-
-// The collision check refuses what k9s refuses: the Shift-P promote shortcut of earlier
-// plugins.yaml versions (k9s's sort by namespace), with or without override, and a key a view
-// binds; it accepts an override of a fixed key, and a key k9s leaves free.
-func TestK9sPluginKeyCheckCatchesCollisions(t *testing.T) {
-	for _, c := range []struct {
-		plugin k9sPlugin
-		want   bool
-	}{
-		{k9sPlugin{ShortCut: "Shift-P", Scopes: []string{"canaries"}}, true},
-		{k9sPlugin{ShortCut: "Shift-P", Scopes: []string{"uniteddeployments"}, Override: true}, true},
-		{k9sPlugin{ShortCut: "Shift-F", Scopes: []string{"deployments"}}, true},
-		{k9sPlugin{ShortCut: "Shift-J", Scopes: []string{"tapps"}}, true},
-		{k9sPlugin{ShortCut: "Shift-J", Scopes: []string{"tapps"}, Override: true}, false},
-		{k9sPlugin{ShortCut: "Shift-F", Scopes: []string{"canaries"}}, false},
-		{k9sPlugin{ShortCut: "Shift-U", Scopes: []string{"canaries", "deployments", "statefulsets"}}, false},
-		{k9sPlugin{ShortCut: "Shift-U", Scopes: []string{"pods"}}, true}, // a view the list does not cover
-	} {
-		got := k9sKeyCollisions(map[string]k9sPlugin{"p": c.plugin})
-		if (len(got) > 0) != c.want {
-			t.Errorf("%s on %v (override %v): collisions %v, want any: %v", c.plugin.ShortCut, c.plugin.Scopes, c.plugin.Override, got, c.want)
-		}
-	}
 }
 
 // k9s kills a plugin's command on Ctrl-C and clears the screen when it ends: every shortcut ends

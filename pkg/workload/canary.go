@@ -88,8 +88,8 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		}
 		progress = append(progress, fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(&c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
 		if b.Index == st.CurrentBatch {
-			for _, l := range canaryStepDetail(&c) {
-				progress = append(progress, "      "+l)
+			for _, d := range canaryStepDetail(&c) {
+				progress = append(progress, "      "+d.String())
 			}
 		}
 	}
@@ -146,8 +146,10 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		for _, b := range c.Status.Batches {
 			n := &Node{Name: fmt.Sprintf("%s %d", stepWord(&c), b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
 			if b.Index == c.Status.CurrentBatch {
-				for _, l := range canaryStepDetail(&c) {
-					n.Children = append(n.Children, &Node{Name: l})
+				// The name stays short (the tree's first column), the verdict is the STATUS
+				// and the rest goes to INFO, the column a narrow terminal cuts.
+				for _, d := range canaryStepDetail(&c) {
+					n.Children = append(n.Children, &Node{Name: d.name, Status: d.verdict, Info: d.info})
 				}
 			}
 			if b.StartTime != nil {

@@ -23,11 +23,23 @@ func stepWord(c *v1alpha1.Canary) string {
 	return "batch"
 }
 
-// canaryStepDetail describes what the current step of a Canary waits for, one line each: the
-// rest of its timed pause, and each check with its verdict and last values.
-func canaryStepDetail(c *v1alpha1.Canary) []string {
+// stepDetail is one thing the current step of a Canary waits for: its name ("pause", "check
+// error-rate"), its verdict ("Running"; none for a pause) and what else there is to say of it.
+type stepDetail struct{ name, verdict, info string }
+
+// String is the detail as one line: "check error-rate Running: 2 measured (0 failed, …)".
+func (d stepDetail) String() string {
+	if d.verdict == "" {
+		return d.name + ": " + d.info
+	}
+	return d.name + " " + d.verdict + ": " + d.info
+}
+
+// canaryStepDetail describes what the current step of a Canary waits for: the rest of its
+// timed pause, and each check with its verdict and last values.
+func canaryStepDetail(c *v1alpha1.Canary) []stepDetail {
 	st := c.Status
-	var lines []string
+	var details []stepDetail
 	rollingBack := c.Spec.Rollback || st.Phase == v1alpha1.CanaryRollingBack || st.Phase == v1alpha1.CanaryRolledBack
 	for _, b := range st.Batches {
 		if rollingBack {
@@ -37,27 +49,29 @@ func canaryStepDetail(c *v1alpha1.Canary) []string {
 			continue
 		}
 		if left := b.PauseEndTime.Sub(Now()).Round(time.Second); left > 0 && c.Spec.ApprovedBatch < b.Index {
-			lines = append(lines, fmt.Sprintf("pause: %s left (until %s; promote skips it)", left, b.PauseEndTime.UTC().Format(time.RFC3339)))
+			details = append(details, stepDetail{"pause", "", fmt.Sprintf("%s left (until %s; promote skips it)", left, b.PauseEndTime.UTC().Format(time.RFC3339))})
 		} else {
-			lines = append(lines, "pause: over")
+			details = append(details, stepDetail{"pause", "", "over"})
 		}
 	}
 	for _, a := range st.Analysis {
-		lines = append(lines, checkLine(a))
+		details = append(details, checkDetail(a))
 	}
-	return lines
+	return details
 }
 
-// checkLine is one check's state: "check error-rate Running: 2 measured (0 failed), last 0.01, 0.02".
-func checkLine(a v1alpha1.AnalysisCheckStatus) string {
-	s := fmt.Sprintf("check %s %s: %d measured (%d failed, %d inconclusive, %d errors)", a.Name, orDefault(string(a.Phase), "Pending"), a.Count, a.Failed, a.Inconclusive, a.Errors)
+// checkDetail is one check's state: "check error-rate", "Running" and "2 measured (0 failed, …),
+// last 0.01, 0.02".
+func checkDetail(a v1alpha1.AnalysisCheckStatus) stepDetail {
+	d := stepDetail{name: "check " + a.Name, verdict: orDefault(string(a.Phase), "Pending"),
+		info: fmt.Sprintf("%d measured (%d failed, %d inconclusive, %d errors)", a.Count, a.Failed, a.Inconclusive, a.Errors)}
 	if vals := lastValues(a.Measurements, 3); vals != "" {
-		s += ", last " + vals
+		d.info += ", last " + vals
 	}
 	if a.Message != "" && a.Phase != v1alpha1.AnalysisRunning {
-		s += " — " + a.Message
+		d.info += " — " + a.Message
 	}
-	return s
+	return d
 }
 
 // lastValues lists the values of the last n measurements, oldest first.

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -76,15 +77,19 @@ func TestCanaryStepDetail(t *testing.T) {
 	c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{{Name: "health", Phase: v1alpha1.AnalysisRunning, Count: 1,
 		Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "{pods:5}"}}}}
 	got := canaryStepDetail(c)
-	want := []string{
-		"pause: 1m35s left (until 2026-03-01T12:01:35Z; promote skips it)",
-		"check health Running: 1 measured (0 failed, 0 inconclusive, 0 errors), last {pods:5}",
+	// The name (the tree's first column) is short; the line status prints joins all three.
+	want := []stepDetail{
+		{"pause", "", "1m35s left (until 2026-03-01T12:01:35Z; promote skips it)"},
+		{"check health", "Running", "1 measured (0 failed, 0 inconclusive, 0 errors), last {pods:5}"},
 	}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if !slices.Equal(got, want) {
 		t.Errorf("detail %q, want %q", got, want)
 	}
+	if line := got[1].String(); line != "check health Running: 1 measured (0 failed, 0 inconclusive, 0 errors), last {pods:5}" {
+		t.Errorf("line %q", line)
+	}
 	c.Spec.ApprovedBatch = 2
-	if got := canaryStepDetail(c); got[0] != "pause: over" {
+	if got := canaryStepDetail(c); got[0].String() != "pause: over" {
 		t.Errorf("after a promote: %q", got[0])
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,8 +130,22 @@ var listKinds = map[schema.GroupVersionResource]string{
 	corev1.SchemeGroupVersion.WithResource("pods"):                "PodList",
 }
 
-// Run runs the command built by newCmd with args, against a fake cluster holding objs.
+// Run runs the command built by newCmd with args, against a fake cluster holding objs, with no
+// width to fit (COLUMNS unset, whatever the shell running the tests exports).
 func Run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Result {
+	t.Helper()
+	t.Setenv("COLUMNS", "")
+	return run(t, newCmd, objs, args...)
+}
+
+// RunWidth is Run with output fitted to a terminal of width columns (COLUMNS=width).
+func RunWidth(t *testing.T, width int, newCmd NewCmd, objs []runtime.Object, args ...string) Result {
+	t.Helper()
+	t.Setenv("COLUMNS", strconv.Itoa(width))
+	return run(t, newCmd, objs, args...)
+}
+
+func run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Result {
 	t.Helper()
 	tf := &Factory{TestFactory: cmdtesting.NewTestFactory().WithNamespace(Namespace), discovery: Discovery()}
 	defer tf.Cleanup()

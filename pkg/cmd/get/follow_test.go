@@ -25,7 +25,7 @@ func script(cancel context.CancelFunc, frames ...string) func(context.Context) (
 func TestFollowPrintsChanges(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out strings.Builder
-	err := follow(ctx, &out, false, time.Millisecond, script(cancel, "a\nb\n", "a\nb\n", "a\nc\n"))
+	err := follow(ctx, &out, false, 0, time.Millisecond, script(cancel, "a\nb\n", "a\nb\n", "a\nc\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestFollowPrintsChanges(t *testing.T) {
 func TestFollowRedrawsInPlace(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out strings.Builder
-	if err := follow(ctx, &out, true, time.Millisecond, script(cancel, "a\nb\n", "a\nc\n")); err != nil {
+	if err := follow(ctx, &out, true, 80, time.Millisecond, script(cancel, "a\nb\n", "a\nc\n")); err != nil {
 		t.Fatal(err)
 	}
 	if want := "a\nb\n\x1b[2A\r\x1b[Ja\nc\n"; out.String() != want {
@@ -49,8 +49,21 @@ func TestFollowRedrawsInPlace(t *testing.T) {
 // A tree that can no longer be read ends the watch with its error.
 func TestFollowEndsOnError(t *testing.T) {
 	boom := errors.New("canaries.apps.workload.dev \"checkout\" not found")
-	err := follow(context.Background(), &strings.Builder{}, false, time.Millisecond, func(context.Context) (string, error) { return "", boom })
+	err := follow(context.Background(), &strings.Builder{}, false, 0, time.Millisecond, func(context.Context) (string, error) { return "", boom })
 	if !errors.Is(err, boom) {
 		t.Errorf("error %v, want %v", err, boom)
+	}
+}
+
+// Under -o wide a line wider than the terminal wraps: the redraw moves up over every row.
+func TestFollowRedrawCountsWrappedRows(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out strings.Builder
+	wide := strings.Repeat("x", 25) + "\n"
+	if err := follow(ctx, &out, true, 10, time.Millisecond, script(cancel, "a\n"+wide, "a\nb\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\n" + wide + "\x1b[4A\r\x1b[Ja\nb\n"; out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
 	}
 }

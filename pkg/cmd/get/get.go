@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,13 +23,14 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/resolve"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/textwidth"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/verb"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
 // getText is what the `get` command shows.
 var getText = verb.Text{
-	Use:   "get TYPE/NAME [-o json|yaml|name]",
+	Use:   "get TYPE/NAME [-o wide|json|yaml|name]",
 	Short: "Show a workload as a tree: subsets, batches or revisions down to pods",
 	Long: templates.LongDesc(`
 		Show a workload as a tree down to its pods, with each pod's readiness, status and
@@ -43,6 +45,10 @@ var getText = verb.Text{
 
 		Pods are read with the workload's label selector, never by listing every pod of the
 		namespace, so get stays fast in busy namespaces.
+
+		On a terminal, each line is cut to its width (the INFO column ends with "…"); -o wide
+		prints every line whole. COLUMNS, when set, is the width to cut to, also for a pipe or
+		a file, which otherwise get never cuts.
 
 		With -o json or -o yaml, prints a List of the workload and every object of its tree;
 		-o name prints their names.
@@ -73,6 +79,10 @@ type Options struct {
 	PrintFlags *genericclioptions.PrintFlags
 	// Printer prints the objects; nil draws the tree.
 	Printer printers.ResourcePrinter
+	// Wide (-o wide) draws the tree with every line whole; otherwise lines are cut to Width
+	// columns (0: not cut).
+	Wide  bool
+	Width int
 
 	// Watch reads the tree again every Interval and shows it when it changed.
 	Watch    bool
@@ -91,6 +101,7 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 	cmd := verb.NewCommand(getText, completion.WorkloadNames(f, workload.Viewable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	resolve.AddFilenameFlag(cmd)
 	o.PrintFlags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (wide, %s). Without it, the tree cut to the terminal's width.", strings.Join(o.PrintFlags.AllowedFormats(), ", "))
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Show the tree again each time it changes, until interrupted.")
 	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "With --watch, how often to read the tree.")
 	return cmd
@@ -108,17 +119,29 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 
 // completePrinter checks the output flags and makes the printer -o asks for.
 func (o *Options) completePrinter() error {
+	format := *o.PrintFlags.OutputFormat
 	switch {
-	case o.Watch && *o.PrintFlags.OutputFormat != "":
-		return fmt.Errorf("--watch draws the tree: it cannot be combined with -o %s", *o.PrintFlags.OutputFormat)
+	case o.Watch && format != "" && format != "wide":
+		return fmt.Errorf("--watch draws the tree: it cannot be combined with -o %s", format)
 	case o.Interval <= 0:
 		return fmt.Errorf("--interval must be positive, not %s", o.Interval)
 	}
-	if *o.PrintFlags.OutputFormat == "" {
+	switch format {
+	case "":
+		o.Width = textwidth.Width(o.Out, os.Getenv)
+		return nil
+	case "wide":
+		o.Wide = true
 		return nil
 	}
 	var err error
 	o.Printer, err = o.PrintFlags.ToPrinter()
+	if genericclioptions.IsNoCompatiblePrinterError(err) {
+		// The printers' list lacks wide, which the tree is.
+		allowed := append(o.PrintFlags.AllowedFormats(), "wide")
+		sort.Strings(allowed)
+		return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", format, strings.Join(allowed, ","))
+	}
 	return err
 }
 
@@ -129,8 +152,8 @@ func (o *Options) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	if o.Watch {
-		terminal := status.DetectDisplay(o.Out, os.Getenv).Terminal
-		return follow(ctx, o.Out, terminal, o.Interval, o.render)
+		d := status.DetectDisplay(o.Out, os.Getenv)
+		return follow(ctx, o.Out, d.Terminal, d.Width, o.Interval, o.render)
 	}
 	tree, err := o.read(ctx)
 	if err != nil {
@@ -143,7 +166,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return o.Printer.PrintObj(list, o.Out)
 	}
-	return PrintTree(o.Out, tree)
+	return PrintTree(o.Out, tree, o.Width)
 }
 
 // read reads the workload and its tree.
@@ -162,14 +185,15 @@ func (o *Options) render(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	err = PrintTree(&b, tree)
+	err = PrintTree(&b, tree, o.Width)
 	return b.String(), err
 }
 
 // follow shows what render draws, again every interval when it changed, until ctx ends (nil)
-// or render fails (its error): on a terminal in place (cursor up over what it drew, erase,
+// or render fails (its error): on a terminal of columns columns in place (cursor up over the
+// rows it drew, a line wider than the terminal counting for the rows it wrapped onto, erase,
 // draw), elsewhere after a blank line.
-func follow(ctx context.Context, out io.Writer, terminal bool, interval time.Duration, render func(context.Context) (string, error)) error {
+func follow(ctx context.Context, out io.Writer, terminal bool, columns int, interval time.Duration, render func(context.Context) (string, error)) error {
 	last, drawn := "", 0
 	for {
 		text, err := render(ctx)
@@ -191,7 +215,7 @@ func follow(ctx context.Context, out io.Writer, terminal bool, interval time.Dur
 			if _, err := io.WriteString(out, b.String()); err != nil {
 				return err
 			}
-			last, drawn = text, strings.Count(text, "\n")
+			last, drawn = text, textwidth.Rows(text, columns)
 		}
 		select {
 		case <-ctx.Done():
@@ -201,8 +225,9 @@ func follow(ctx context.Context, out io.Writer, terminal bool, interval time.Dur
 	}
 }
 
-// PrintTree draws the tree as a table whose first column holds the branches.
-func PrintTree(out io.Writer, root *workload.Node) error {
+// PrintTree draws the tree as a table whose first column holds the branches, every line cut to
+// width columns (0: not cut). The INFO column comes last, so that it is what a cut shortens.
+func PrintTree(out io.Writer, root *workload.Node, width int) error {
 	var buf bytes.Buffer
 	w := printers.GetNewTabWriter(&buf)
 	fmt.Fprintln(w, "NAME\tREADY\tSTATUS\tRESTARTS\tAGE\tINFO")
@@ -222,14 +247,15 @@ func PrintTree(out io.Writer, root *workload.Node) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return writeTrimmed(out, buf.String())
+	return writeTrimmed(out, buf.String(), width)
 }
 
-// writeTrimmed writes text without the padding the table leaves at the end of its lines.
-func writeTrimmed(out io.Writer, text string) error {
+// writeTrimmed writes text without the padding the table leaves at the end of its lines, each
+// line cut to width.
+func writeTrimmed(out io.Writer, text string, width int) error {
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
+		lines[i] = textwidth.Cut(strings.TrimRight(l, " "), width)
 	}
 	_, err := io.WriteString(out, strings.Join(lines, "\n")+"\n")
 	return err

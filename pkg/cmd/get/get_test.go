@@ -5,22 +5,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clienttesting "k8s.io/client-go/testing"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history/historytest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func init() { now = func() time.Time { return t0 } }
+func init() {
+	now = func() time.Time { return t0 }
+	workload.Now = now
+}
 
 func meta(name string, uid string, age time.Duration, lbls map[string]string, owner metav1.Object, ownerKind schema) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace, UID: types.UID(uid), Labels: lbls,
@@ -178,17 +190,23 @@ func canaryObjects() []runtime.Object {
 	objs = append(objs, deployment("checkout-canary", 1, labels("app", "checkout", "track", "canary"), labels(v1alpha1.LabelCanaryName, "checkout"),
 		[]rev{{"5b7d", []string{"checkout-canary-5b7d-klmno"}}})...)
 	// Their images and revisions show on the tree.
+	setImages(objs, "checkout", "checkout-canary", "nginx:1.26", "4", "nginx:1.27", "1")
+	return objs
+}
+
+// setImages gives the Deployments of objs, the stable and the canary one, a container named
+// container with their images, and their revisions.
+func setImages(objs []runtime.Object, container, canary, stableImage, stableRev, canaryImage, canaryRev string) {
 	for _, o := range objs {
 		if d, ok := o.(*appsv1.Deployment); ok {
-			image, rev := "nginx:1.26", "4"
-			if d.Name == "checkout-canary" {
-				image, rev = "nginx:1.27", "1"
+			image, rev := stableImage, stableRev
+			if d.Name == canary {
+				image, rev = canaryImage, canaryRev
 			}
-			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "checkout", Image: image}}
+			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: container, Image: image}}
 			d.Annotations = map[string]string{"deployment.kubernetes.io/revision": rev}
 		}
 	}
-	return objs
 }
 
 // tappCanary releases TApp web in place: step 1 of 2 bakes with 1 instance on the new revision.
@@ -296,7 +314,7 @@ func TestGet(t *testing.T) {
 		{"canary-yaml", []string{"canary/checkout", "-o", "yaml"}},
 		{"sts-json", []string{"sts/db", "-o", "json"}},
 		{"error-missing", []string{"ud/nope"}},
-		{"error-unknown-output", []string{"tapp/web", "-o", "wide"}},
+		{"error-unknown-output", []string{"tapp/web", "-o", "xml"}},
 		{"error-watch-with-output", []string{"tapp/web", "-w", "-o", "yaml"}},
 		{"error-zero-interval", []string{"tapp/web", "-w", "--interval=0s"}},
 		{"error-unknown-type", []string{"pods/web-0"}},
@@ -364,5 +382,93 @@ func TestGetReadsNativeObjectsTyped(t *testing.T) {
 		if !slices.Contains(typed, "list pods") {
 			t.Errorf("%v: the typed clientset did not list pods: %v", args, typed)
 		}
+	}
+}
+
+// analysisCanary is examples/canary-analysis.yaml's release of payments at step 2 of 3: its
+// pause runs while three checks measure, one of them with the long values of a pod-health check.
+func analysisCanary() []runtime.Object {
+	c := &v1alpha1.Canary{ObjectMeta: meta("payments", "uid-canary-payments", time.Hour, nil, nil, schema{})}
+	c.Spec.Replicas = 8
+	c.Spec.StableRef.Name = "payments"
+	c.Spec.Canary.Name = "payments-v2"
+	c.Spec.ApprovedBatch = 1
+	c.Spec.Steps = []v1alpha1.CanaryStep{
+		{Replicas: intstr.FromInt32(1), Pause: &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: time.Minute}}, Analysis: []string{"pods-healthy"}},
+		{Replicas: intstr.FromString("50%"), Pause: &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: 5 * time.Minute}},
+			Analysis: []string{"pods-healthy", "error-rate", "smoke-test"}},
+	}
+	end := metav1.NewTime(t0.Add(3*time.Minute + 20*time.Second))
+	health := "{notReady:0,pods:4,ready:4,restarts:0}"
+	c.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryProgressing, CurrentBatch: 2,
+		Message:        "step 2/3: 4 of 4 canary pods available, baking; checks pods-healthy, error-rate, smoke-test",
+		CanaryReplicas: 4, CanaryAvailable: 4, StableReplicas: 4, StableAvailable: 4,
+		Batches: []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 1, State: v1alpha1.BatchCompleted, StartTime: ptr.To(metav1.NewTime(t0.Add(-10 * time.Minute)))},
+			{Index: 2, CanaryReplicas: 4, State: v1alpha1.BatchBaking, StartTime: ptr.To(metav1.NewTime(t0.Add(-100 * time.Second))), PauseEndTime: &end},
+			{Index: 3, CanaryReplicas: 8, State: v1alpha1.BatchPending}},
+		Analysis: []v1alpha1.AnalysisCheckStatus{
+			{Name: "pods-healthy", Phase: v1alpha1.AnalysisSuccessful, Count: 3, Successful: 3,
+				Message: "3 of 3 measurements successful; last: " + health,
+				Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: health},
+					{Phase: v1alpha1.AnalysisSuccessful, Value: health}, {Phase: v1alpha1.AnalysisSuccessful, Value: health}}},
+			{Name: "error-rate", Phase: v1alpha1.AnalysisRunning, Count: 2, Successful: 2,
+				Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "[0.004]"}, {Phase: v1alpha1.AnalysisSuccessful, Value: "[0.002]"}}},
+			{Name: "smoke-test", Phase: v1alpha1.AnalysisRunning}}}
+	objs := []runtime.Object{c}
+	objs = append(objs, deployment("payments", 4, labels("app", "payments", "track", "stable"), nil,
+		[]rev{{"6f9c", []string{"payments-6f9c-abcde", "payments-6f9c-fghij", "payments-6f9c-klmno", "payments-6f9c-pqrst"}}})...)
+	objs = append(objs, deployment("payments-v2", 4, labels("app", "payments", "track", "canary"), labels(v1alpha1.LabelCanaryName, "payments"),
+		[]rev{{"5b7d", []string{"payments-v2-5b7d-abcde", "payments-v2-5b7d-fghij", "payments-v2-5b7d-klmno", "payments-v2-5b7d-pqrst"}}})...)
+	setImages(objs, "payments", "payments-v2", "payments:1.26", "7", "payments:1.27", "1")
+	return objs
+}
+
+// The tree fits the terminal: a check's line names it, its verdict is the STATUS, its values go to INFO,
+// which is cut to the width (80 or 120 columns, from COLUMNS); -o wide prints every line
+// whole, and get -w draws the same lines.
+func TestGetFitsTheTerminal(t *testing.T) {
+	objs := analysisCanary()
+	for _, tt := range []struct {
+		name  string
+		width int
+		args  []string
+	}{
+		{"analysis-tree-80", 80, []string{"canary/payments"}},
+		{"analysis-tree-120", 120, []string{"canary/payments"}},
+		{"analysis-tree-wide", 80, []string{"canary/payments", "-o", "wide"}},
+		{"analysis-tree-no-limit", 0, []string{"canary/payments"}},
+		{"analysis-watch-80", 80, []string{"canary/payments", "-w", "--interval=1ms"}},
+		{"analysis-watch-wide", 80, []string{"canary/payments", "-w", "-o", "wide", "--interval=1ms"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.RunWidth(t, tt.width, deletedAfterFirstRead(t), objs, tt.args...)
+			cmdtest.Golden(t, tt.name, res.Transcript())
+			for _, l := range strings.Split(strings.TrimSuffix(res.Out, "\n"), "\n") {
+				n := utf8.RuneCountInString(l)
+				if tt.width > 0 && !slices.Contains(tt.args, "wide") && n > tt.width {
+					t.Errorf("%d columns, wider than %d: %s", n, tt.width, l)
+				}
+				if name := strings.TrimLeft(l, "│├└─ "); strings.HasPrefix(name, "check ") && !strings.Contains(l, "  Running ") && !strings.Contains(l, "  Successful ") {
+					t.Errorf("a check line without its verdict: %s", l)
+				}
+			}
+		})
+	}
+}
+
+// deletedAfterFirstRead is get whose Canary is gone after it was read once: get -w shows the
+// tree once, then ends with the error of its next read.
+func deletedAfterFirstRead(t *testing.T) cmdtest.NewCmd {
+	return func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+		reads := 0
+		f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("get", "canaries", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			reads++
+			if reads == 1 {
+				return false, nil, nil
+			}
+			return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), a.(clienttesting.GetAction).GetName())
+		})
+		return NewCmdGet(f, streams)
 	}
 }

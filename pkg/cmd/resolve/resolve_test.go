@@ -40,6 +40,13 @@ func TestTarget(t *testing.T) {
 		{[]string{"ud", "orders", "zone-a=1"}, all, "UnitedDeployment orders in test, rest [zone-a=1]\n"},
 		{[]string{"uniteddeployments.apps.workload.dev/orders"}, all, "UnitedDeployment orders in test, rest []\n"},
 		{[]string{"canaries/checkout"}, all, "Canary checkout in test, rest []\n"},
+		// What k9s's plugins pass ($RESOURCE_NAME.$RESOURCE_GROUP), and the singular form.
+		{[]string{"canaries.apps.workload.dev", "checkout"}, all, "Canary checkout in test, rest []\n"},
+		{[]string{"canary.apps.workload.dev/checkout"}, all, "Canary checkout in test, rest []\n"},
+		{[]string{"tapp.apps.workload.dev/web"}, all, "TApp web in test, rest []\n"},
+		{[]string{"uniteddeployment.apps.workload.dev/orders"}, all, "UnitedDeployment orders in test, rest []\n"},
+		{[]string{"deployment.apps/front"}, all, "Deployment front in test, rest []\n"},
+		{[]string{"statefulsets.apps", "db"}, all, "StatefulSet db in test, rest []\n"},
 		{[]string{"deployments.apps/front"}, all, "Deployment front in test, rest []\n"},
 		{[]string{"sts/db"}, all, "StatefulSet db in test, rest []\n"},
 		{[]string{"daemonsets.apps/agents"}, all, "DaemonSet agents in test, rest []\n"},

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/textwidth"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -24,7 +25,8 @@ type Display struct {
 }
 
 // DetectDisplay looks at the output and the environment: a terminal (not TERM=dumb) is redrawn
-// in place; NO_COLOR (https://no-color.org), set to anything but "", turns colors off.
+// in place; NO_COLOR (https://no-color.org), set to anything but "", turns colors off; COLUMNS
+// sets the width to fit, even for a pipe (textwidth.Width).
 func DetectDisplay(out io.Writer, getenv func(string) string) Display {
 	f, ok := out.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
@@ -38,12 +40,16 @@ func DetectDisplay(out io.Writer, getenv func(string) string) Display {
 }
 
 func displayFor(terminal bool, width, height int, getenv func(string) string) Display {
+	columns := textwidth.Columns(getenv)
 	if !terminal || getenv("TERM") == "dumb" {
-		return Display{}
+		return Display{Width: columns}
 	}
 	d := Display{Terminal: true, Width: 80, Height: 24, Color: getenv("NO_COLOR") == ""}
 	if width > 0 && height > 0 {
 		d.Width, d.Height = width, height
+	}
+	if columns > 0 {
+		d.Width = columns
 	}
 	return d
 }
@@ -66,9 +72,30 @@ var stateColor = map[workload.RolloutState]string{
 	workload.StateProgressing: colorCyan,
 }
 
-// headline is the summary line: "canary/checkout Paused: batch 1 of 4, …".
-func (d Display) headline(ref string, st workload.RolloutStatus) string {
-	return ref + " " + d.paint(st, st.Phase) + ": " + st.Summary
+// line is the summary as one line: "canary/checkout Paused: batch 1 of 4, …".
+func line(ref string, st workload.RolloutStatus) string {
+	return ref + " " + st.Phase + ": " + st.Summary
+}
+
+// headline is the summary line wrapped to the width in at most maxLines lines (0: any number;
+// the last one ends with "…" when some are left out), the lines after the first aligned under
+// the summary (or at half the width, when that is nearer), and the state word colored (after
+// wrapping, so that escape sequences never count as width).
+func (d Display) headline(ref string, st workload.RolloutStatus, maxLines int) []string {
+	prefix := ref + " " + st.Phase + ": "
+	lines := textwidth.Wrap(prefix+st.Summary, d.Width, utf8.RuneCountInString(prefix))
+	if maxLines > 0 && len(lines) > maxLines {
+		lines = lines[:maxLines]
+		last := lines[maxLines-1] + " …"
+		if utf8.RuneCountInString(last) > d.Width {
+			last = textwidth.Cut(lines[maxLines-1]+"  ", d.Width)
+		}
+		lines[maxLines-1] = last
+	}
+	if d.Color && strings.HasPrefix(lines[0], ref+" "+st.Phase) {
+		lines[0] = ref + " " + d.paint(st, st.Phase) + lines[0][len(ref)+1+len(st.Phase):]
+	}
+	return lines
 }
 
 func (d Display) paint(st workload.RolloutStatus, s string) string {
@@ -81,9 +108,15 @@ func (d Display) paint(st workload.RolloutStatus, s string) string {
 // PrintOnce prints the summary line and the progress lines under it.
 func (d Display) PrintOnce(out io.Writer, ref string, st workload.RolloutStatus) error {
 	var b strings.Builder
-	b.WriteString(d.headline(ref, st) + "\n")
+	for _, l := range d.headline(ref, st, 0) {
+		b.WriteString(l + "\n")
+	}
 	for _, l := range st.Progress {
-		b.WriteString("  " + l + "\n")
+		// A wrapped progress line goes on under its own text.
+		indent := 2 + len(l) - len(strings.TrimLeft(l, " ")) + 4
+		for _, w := range textwidth.Wrap("  "+l, d.Width, indent) {
+			b.WriteString(w + "\n")
+		}
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -108,7 +141,7 @@ func (d Display) NewProgress(out io.Writer, ref string) *Progress {
 // Show draws st if it differs from what was drawn last.
 func (p *Progress) Show(st workload.RolloutStatus) {
 	if !p.Terminal {
-		line := p.headline(p.ref, st)
+		line := line(p.ref, st)
 		if line != p.last {
 			fmt.Fprintln(p.out, line)
 			p.last = line
@@ -132,36 +165,24 @@ func (p *Progress) Show(st workload.RolloutStatus) {
 	p.last, p.drawn = text, len(lines)
 }
 
-// block is what a terminal shows: every line cut to the width (a wrapped line would break the
-// cursor arithmetic) and no more lines than fit on the screen (the ones that scroll off could not
-// be redrawn).
+// block is what a terminal shows: the summary wrapped and every other line cut to the width (a
+// line the terminal wraps would break the cursor arithmetic), and no more lines than fit on the
+// screen (the ones that scroll off could not be redrawn).
 func (p *Progress) block(st workload.RolloutStatus) []string {
-	width := max(p.Width-1, 10)
-	head := p.ref + " " + st.Phase + ": " + st.Summary
-	head = truncate(head, width)
-	// Color the state word after cutting, so that the escape sequences never count as width.
-	if p.Color && strings.HasPrefix(head, p.ref+" "+st.Phase) {
-		head = p.ref + " " + p.paint(st, st.Phase) + head[len(p.ref)+1+len(st.Phase):]
-	}
-	lines := []string{head}
-	room := max(p.Height-2, 1) // keep a row for the cursor
+	d := p.Display
+	d.Width = max(p.Width-1, 10) // the last column would make some terminals wrap
+	room := max(p.Height-2, 1)   // keep a row for the cursor
+	// The summary leaves a row for the first progress line, and one to say how many more are
+	// left out.
+	lines := d.headline(p.ref, st, max(room-min(len(st.Progress), 2), 1))
 	for i, l := range st.Progress {
-		if len(lines) == room && i < len(st.Progress) {
-			lines[len(lines)-1] = truncate(fmt.Sprintf("  … %d more", len(st.Progress)-i+1), width)
+		if len(lines) == room {
+			lines[len(lines)-1] = textwidth.Cut(fmt.Sprintf("  … %d more", len(st.Progress)-i+1), d.Width)
 			break
 		}
-		lines = append(lines, truncate("  "+l, width))
+		lines = append(lines, textwidth.Cut("  "+l, d.Width))
 	}
 	return lines
-}
-
-// truncate cuts s to at most width runes, ending with "…" when cut.
-func truncate(s string, width int) string {
-	if utf8.RuneCountInString(s) <= width {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:width-1]) + "…"
 }
 
 // lower writes a phase in words: "RolledBack" → "rolled back".

@@ -54,6 +54,10 @@ var statusText = verb.Text{
 		one line is printed each time the summary changes, which suits CI logs. NO_COLOR turns
 		colors off.
 
+		On a terminal, a summary wider than the terminal goes on over the lines below its
+		first, aligned under it. COLUMNS, when set, is the width to fit, also for a pipe or a
+		file, which otherwise get the summary on one line.
+
 		A rollout is paused when it waits for a person: paused, a Canary batch waiting for
 		promote, or pods held on the old revision by a partition. --watch keeps waiting through a
 		pause unless --success-on-pause is given, for pipelines with a manual gate.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -266,15 +267,7 @@ func TestStatusOnce(t *testing.T) {
 		{"canary-rolled-back", canaryAt(2, v1alpha1.CanaryRolledBack, 0, "rolled back on request"), []string{"canary/checkout"}},
 		{"canary-degraded", canaryAt(2, v1alpha1.CanaryDegraded, 1, "canary pods crash: CrashLoopBackOff"), []string{"canary/checkout"}},
 		{"canary-steps-baking", stepsCanary(nil), []string{"canary/checkout"}},
-		{"canary-steps-aborted", stepsCanary(func(c *v1alpha1.Canary) {
-			c.Status.Phase, c.Status.Message = v1alpha1.CanaryRolledBack, "rolled back: stable \"checkout\" serves 10 pods, the canary none"
-			c.Status.CanaryReplicas, c.Status.CanaryAvailable, c.Status.StableReplicas, c.Status.StableAvailable = 0, 0, 10, 10
-			c.Status.Analysis[0].Phase, c.Status.Analysis[0].Failed, c.Status.Analysis[0].Count = v1alpha1.AnalysisFailed, 1, 3
-			c.Status.Analysis[0].Message = "1 failed measurement, more than failureLimit 0: [0.31]"
-			c.Status.Analysis[0].Measurements = append(c.Status.Analysis[0].Measurements, v1alpha1.AnalysisMeasurement{Phase: v1alpha1.AnalysisFailed, Value: "[0.31]"})
-			c.Status.Abort = &v1alpha1.CanaryAbort{Reason: v1alpha1.ReasonAnalysisFailed, Step: 2, Check: "error-rate",
-				Message: "check error-rate failed at step 2/3: 1 failed measurement, more than failureLimit 0: [0.31]"}
-		}), []string{"canary/checkout"}},
+		{"canary-steps-aborted", stepsCanary(abortedRelease), []string{"canary/checkout"}},
 		{"deploy-progressing", deploy(nil), []string{"deploy/front"}},
 		{"deploy-deadline-exceeded", deploy(func(d *appsv1.Deployment) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "False", Reason: "ProgressDeadlineExceeded"}}
@@ -317,6 +310,47 @@ func TestStatusOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdStatus, []runtime.Object{tt.obj}, tt.args...)
 			cmdtest.Golden(t, tt.name, res.Transcript())
+		})
+	}
+}
+
+// abortedRelease is stepsCanary rolled back by its failed check, with the long messages of a
+// real abort.
+func abortedRelease(c *v1alpha1.Canary) {
+	c.Status.Phase, c.Status.Message = v1alpha1.CanaryRolledBack, "rolled back: stable \"checkout\" serves 10 pods, the canary none"
+	c.Status.CanaryReplicas, c.Status.CanaryAvailable, c.Status.StableReplicas, c.Status.StableAvailable = 0, 0, 10, 10
+	c.Status.Analysis[0].Phase, c.Status.Analysis[0].Failed, c.Status.Analysis[0].Count = v1alpha1.AnalysisFailed, 1, 3
+	c.Status.Analysis[0].Message = "1 failed measurement, more than failureLimit 0: [0.31]"
+	c.Status.Analysis[0].Measurements = append(c.Status.Analysis[0].Measurements, v1alpha1.AnalysisMeasurement{Phase: v1alpha1.AnalysisFailed, Value: "[0.31]"})
+	c.Status.Abort = &v1alpha1.CanaryAbort{Reason: v1alpha1.ReasonAnalysisFailed, Step: 2, Check: "error-rate",
+		Message: "check error-rate failed at step 2/3: 1 failed measurement, more than failureLimit 0: [0.31]"}
+}
+
+// On a terminal of 80 or 120 columns (COLUMNS), the summary line keeps within the width: what
+// does not fit goes on the lines below it, aligned under the summary; no text is lost.
+func TestStatusFitsTheTerminal(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		width int
+		obj   runtime.Object
+	}{
+		{"canary-steps-aborted-80", 80, stepsCanary(abortedRelease)},
+		{"canary-steps-aborted-120", 120, stepsCanary(abortedRelease)},
+		{"canary-steps-baking-80", 80, stepsCanary(nil)},
+		{"canary-steps-baking-120", 120, stepsCanary(nil)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := cmdtest.RunWidth(t, tt.width, NewCmdStatus, []runtime.Object{tt.obj}, "canary/checkout")
+			cmdtest.Golden(t, tt.name, res.Transcript())
+			for _, l := range strings.Split(strings.TrimSuffix(res.Out, "\n"), "\n") {
+				if n := utf8.RuneCountInString(l); n > tt.width {
+					t.Errorf("%d columns, wider than %d: %s", n, tt.width, l)
+				}
+			}
+			whole := cmdtest.Run(t, NewCmdStatus, []runtime.Object{tt.obj}, "canary/checkout")
+			if strings.Join(strings.Fields(res.Out), " ") != strings.Join(strings.Fields(whole.Out), " ") {
+				t.Errorf("the text differs from the uncut one:\n%s\nwant the words of\n%s", res.Out, whole.Out)
+			}
 		})
 	}
 }
@@ -519,6 +553,9 @@ func TestDisplayDetection(t *testing.T) {
 		{true, map[string]string{"NO_COLOR": "1"}, Display{Terminal: true, Width: 100, Height: 30}},
 		{true, map[string]string{"NO_COLOR": ""}, Display{Terminal: true, Width: 100, Height: 30, Color: true}},
 		{true, map[string]string{"TERM": "dumb"}, Display{}},
+		{true, map[string]string{"COLUMNS": "120"}, Display{Terminal: true, Width: 120, Height: 30, Color: true}},
+		{false, map[string]string{"COLUMNS": "80"}, Display{Width: 80}},
+		{false, map[string]string{"COLUMNS": "none"}, Display{}},
 	} {
 		if got := displayFor(tt.terminal, 100, 30, env(tt.env)); got != tt.want {
 			t.Errorf("terminal %v, env %v: got %+v, want %+v", tt.terminal, tt.env, got, tt.want)

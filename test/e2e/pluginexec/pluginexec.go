@@ -124,6 +124,8 @@ type Runner struct {
 	Kubectl, PluginDir string
 	// Kubeconfig is the cluster's; Namespace, when set, is passed as -n.
 	Kubeconfig, Namespace string
+	// Env is added to the command's environment, after (so over) the defaults.
+	Env []string
 }
 
 // New returns a Runner for the cluster of kubeconfig, building the plugin and kubectl if need be.
@@ -132,8 +134,8 @@ func New(t *testing.T, ctx context.Context, kubeconfig, namespace string) *Runne
 	return &Runner{t: t, ctx: ctx, Kubectl: Kubectl(t), PluginDir: PluginDir(t), Kubeconfig: kubeconfig, Namespace: namespace}
 }
 
-// Command is `kubectl workload [-n NS] ARGS` with the plugin first on PATH, NO_COLOR set, not
-// yet started.
+// Command is `kubectl workload [-n NS] ARGS` with the plugin first on PATH, NO_COLOR set and
+// COLUMNS empty (a shell's would cut get's lines), not yet started.
 func (r *Runner) Command(args ...string) *exec.Cmd {
 	all := []string{"workload"}
 	if r.Namespace != "" {
@@ -142,7 +144,8 @@ func (r *Runner) Command(args ...string) *exec.Cmd {
 	}
 	cmd := exec.CommandContext(r.ctx, r.Kubectl, append(all, args...)...)
 	cmd.Env = append(os.Environ(), "PATH="+r.PluginDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+r.Kubeconfig, "NO_COLOR=1")
+		"KUBECONFIG="+r.Kubeconfig, "NO_COLOR=1", "COLUMNS=")
+	cmd.Env = append(cmd.Env, r.Env...)
 	return cmd
 }
 

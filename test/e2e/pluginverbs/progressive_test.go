@@ -17,8 +17,8 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-// A release in steps through the plugin: status shows step N of M and the timed pause left,
-// promote ends the pause, get shows both Deployments' images and revisions; then a step that
+// A release in steps through the plugin: status shows step N of M and the timed pause left, get
+// fits 80 columns and -o wide shows the pause whole, promote ends the pause, get shows both Deployments' images and revisions; then a step that
 // cannot become available rolls back by itself, status says why, retry is refused on a
 // running release and starts the aborted one again from step 1 once the image is fixed.
 func TestCanaryStepsStatusGetRetry(t *testing.T) {
@@ -47,6 +47,19 @@ func TestCanaryStepsStatusGetRetry(t *testing.T) {
 		r := e.plugin("status", "canary/pay")
 		return strings.Contains(r.Out, "step 1 of 2") && strings.Contains(r.Out, "Baking") && strings.Contains(r.Out, "left (until"), r.Out
 	})
+	// On 80 columns the tree's lines are cut (the pause's row keeps its name and loses its
+	// INFO to the cut); -o wide prints them whole.
+	narrow := *e.run
+	narrow.Env = []string{"COLUMNS=80"}
+	tree := narrow.Run("get", "canary/pay")
+	for _, l := range strings.Split(strings.TrimSuffix(tree.Out, "\n"), "\n") {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("get canary/pay on 80 columns: a line of %d: %s", n, l)
+		}
+	}
+	if wide := narrow.Run("get", "canary/pay", "-o", "wide"); !strings.Contains(wide.Out, "── pause") || !strings.Contains(wide.Out, "left (until") {
+		t.Errorf("get canary/pay -o wide does not show the pause whole:\n%s", wide.Out)
+	}
 	e.fails("canary/pay was not aborted", workload.Canary, "pay", "retry", "canary/pay")
 	e.ok("canary/pay promoted: batch 1 of 2 approved", "promote", "canary/pay")
 	e.Eventually("completed", func() (bool, string) {
