@@ -155,16 +155,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if ip := net.ParseIP(o.Address); !ip.IsLoopback() {
 		fmt.Fprintf(o.ErrOut, "warning: listening on %s: anyone who can reach it and has the URL acts as you\n", o.Address)
 	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
 	if !o.NoOpen && o.Open != nil {
 		if err := o.Open(url); err != nil {
 			fmt.Fprintf(o.ErrOut, "could not open a browser (%v): open the URL above\n", err)
 		}
 	}
 	if o.Ready != nil {
-		o.Ready(url)
+		go o.Ready(url)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
 		return err

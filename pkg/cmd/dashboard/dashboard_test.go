@@ -1,0 +1,82 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/dashboard"
+)
+
+// Misuse exits 1 with one line, before anything listens.
+func TestRefusedFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--port", "-1"}, "error: --port must be between 0 and 65535, not -1"},
+		{[]string{"--port", "70000"}, "error: --port must be between 0 and 65535, not 70000"},
+		{[]string{"--address", "localhost"}, `error: --address must be an IP address, not "localhost"`},
+		{[]string{"canary/x"}, `error: dashboard takes no arguments, got ["canary/x"]`},
+	} {
+		res := cmdtest.Run(t, NewCmdDashboard, nil, tc.args...)
+		if res.Code != 1 || res.Fatal != tc.want || res.Out != "" || len(res.Actions) != 0 {
+			t.Errorf("%q: exit %d %q, out %q, actions %q; want exit 1 %q", tc.args, res.Code, res.Fatal, res.Out, res.Actions, tc.want)
+		}
+	}
+}
+
+var urlLine = regexp.MustCompile(`^Serving the dashboard at (http://127\.0\.0\.1:[0-9]+/([A-Za-z0-9_-]{32})/) \(Ctrl-C stops it\)\n$`)
+
+// Run prints one line with the URL and its token, listens on 127.0.0.1 on a free port, opens
+// the browser unless --no-open, refuses a request without the token and serves the page with it.
+func TestRunServesWithToken(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	var opened []string
+	o := &Options{Address: "127.0.0.1", Namespace: cmdtest.Namespace,
+		Reader: dashboard.Reader{Dyn: cmdtest.NewDynamicClient()},
+		Open:   func(url string) error { opened = append(opened, url); return nil },
+		IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard}}
+	var checked bool
+	o.Ready = func(url string) {
+		defer cancel()
+		m := urlLine.FindStringSubmatch(out.String())
+		if m == nil || m[1] != url {
+			t.Errorf("printed %q, want one line with the URL %s", out.String(), url)
+			return
+		}
+		if len(opened) != 1 || opened[0] != url {
+			t.Errorf("opened %q, want the URL", opened)
+		}
+		bare := strings.Replace(url, "/"+m[2]+"/", "/", 1)
+		for u, want := range map[string]int{bare: http.StatusUnauthorized, bare + "api/list": http.StatusUnauthorized, url: http.StatusOK} {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Errorf("GET %s: %v", u, err)
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s: %d, want %d", u, resp.StatusCode, want)
+			}
+		}
+		checked = true
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- o.Run(ctx) }()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatal("the server never became ready")
+	}
+}

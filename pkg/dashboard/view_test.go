@@ -1,0 +1,122 @@
+package dashboard
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakedynamic "k8s.io/client-go/dynamic/fake"
+	fakekube "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
+)
+
+// startedHub is a hub whose informers have listed objs from a fake cluster.
+func startedHub(t *testing.T, objs ...runtime.Object) *Hub {
+	t.Helper()
+	kinds := map[schema.GroupVersionResource]string{eventsResource: "EventList"}
+	for _, k := range workload.Kinds {
+		kinds[k.Resource] = k.Name + "List"
+	}
+	kinds[podsResource], kinds[rsResource] = "PodList", "ReplicaSetList"
+	client := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(cmdtest.Scheme(), kinds, objs...)
+	h := NewHub(client, cmdtest.Namespace)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.Start(ctx)
+	for gvr, inf := range h.informers {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			t.Fatalf("%s never synced", gvr.Resource)
+		}
+	}
+	return h
+}
+
+func deployment(name string) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace, Generation: 1}}
+	d.Spec.Replicas = ptr.To[int32](1)
+	d.Status.ObservedGeneration = 1
+	return d
+}
+
+// The list shows our workloads and the Deployments a Canary releases, each with its phase;
+// a Deployment no Canary releases is not listed.
+func TestBuildList(t *testing.T) {
+	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: cmdtest.Namespace}}
+	h := startedHub(t, pausedCanary(), tapp, deployment("checkout"), deployment("checkout-canary"), deployment("other"))
+	page := BuildList(h, "namespace test", false)
+	var got []string
+	for _, r := range page.Rows {
+		got = append(got, r.Kind+"/"+r.Name+" "+r.Phase+" "+r.ReleasedBy)
+	}
+	want := []string{"tapp/game Progressing ", "canary/checkout Paused ", "deploy/checkout Progressing checkout", "deploy/checkout-canary Progressing checkout"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The release page of a Canary: its timeline, its checks with history and thresholds, its
+// Events, and its buttons (undo disabled with the reason, on a Canary of two Deployments).
+func TestBuildRelease(t *testing.T) {
+	c := pausedCanary()
+	end := metav1.NewTime(time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC))
+	c.Status.Batches[0].PauseEndTime = &end
+	c.Spec.Analysis = []v1alpha1.AnalysisCheck{{Name: "errors", SuccessCondition: "result < 0.01"},
+		{Name: "pods", Provider: v1alpha1.AnalysisProvider{PodHealth: &v1alpha1.PodHealthProvider{MaxNotReady: 1}}}}
+	c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{{Name: "pods", Phase: "Running", Measurements: []v1alpha1.AnalysisMeasurement{
+		{Phase: "Successful", Value: "{notReady:0,pods:2}", MeasuredAt: end}}}}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: cmdtest.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Canary", Name: "checkout"}, Reason: "BatchPaused", Message: "waiting", Type: "Normal"}
+	other := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e2", Namespace: cmdtest.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "unrelated"}, Reason: "Other"}
+	objs := []runtime.Object{c, deployment("checkout"), deployment("checkout-canary"), ev, other}
+	h := startedHub(t, objs...)
+	r := Reader{Dyn: cmdtest.NewDynamicClient(c, deployment("checkout"), deployment("checkout-canary")),
+		Kube: fakekube.NewSimpleClientset(deployment("checkout"), deployment("checkout-canary"))}
+	p := BuildRelease(context.Background(), h, r, workload.Canary, cmdtest.Namespace, "checkout", false)
+	if p.Phase != "Paused" || len(p.Steps) != 4 || p.Steps[0].Where != "current" || p.Steps[0].Pause != "until promoted" ||
+		p.Steps[0].PauseEndTime == nil || p.Steps[1].Where != "next" {
+		t.Errorf("phase %s, steps %+v", p.Phase, p.Steps)
+	}
+	if len(p.Checks) != 2 || len(p.Checks[0].Thresholds) != 1 || p.Checks[0].Thresholds[0].Value != 0.01 ||
+		len(p.Checks[1].Points) != 1 || p.Checks[1].Points[0].Number == nil || *p.Checks[1].Points[0].Number != 0 ||
+		p.Checks[1].Thresholds[0].Op != "<=" || p.Checks[1].Phase != "Running" {
+		t.Errorf("checks %+v", p.Checks)
+	}
+	if len(p.Events) != 1 || p.Events[0].Reason != "BatchPaused" || p.Events[0].Object != "canary/checkout" {
+		t.Errorf("events %+v, want the Canary's only", p.Events)
+	}
+	var labels []string
+	for _, b := range p.Actions {
+		labels = append(labels, b.Label)
+		if b.Action == Undo && (b.Enabled || !strings.Contains(b.Why, "keeps no revisions")) {
+			t.Errorf("undo button %+v, want disabled with its reason", b)
+		}
+		if b.Action == Promote && (!b.Enabled || b.Target != "canary/checkout") {
+			t.Errorf("promote button %+v", b)
+		}
+	}
+	if got := strings.Join(labels, ","); got != "promote,promote --full,pause,resume,abort,retry,undo" {
+		t.Errorf("buttons %s", got)
+	}
+	ro := BuildRelease(context.Background(), h, r, workload.Canary, cmdtest.Namespace, "checkout", true)
+	for _, b := range ro.Actions {
+		if b.Enabled {
+			t.Errorf("read-only: %s enabled", b.Label)
+		}
+	}
+	missing := BuildRelease(context.Background(), h, r, workload.Canary, cmdtest.Namespace, "nope", false)
+	if missing.Phase != "NotFound" || len(missing.Actions) != 0 {
+		t.Errorf("missing canary: %+v", missing)
+	}
+}
