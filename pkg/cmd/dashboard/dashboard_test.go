@@ -43,8 +43,8 @@ func TestRunServesWithToken(t *testing.T) {
 	var out bytes.Buffer
 	var opened []string
 	o := &Options{Address: "127.0.0.1", Namespace: cmdtest.Namespace,
-		Reader: dashboard.Reader{Dyn: cmdtest.NewDynamicClient()},
-		Open:   func(url string) error { opened = append(opened, url); return nil },
+		Reader:    dashboard.Reader{Dyn: cmdtest.NewDynamicClient()},
+		Open:      func(url string) error { opened = append(opened, url); return nil },
 		IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard}}
 	var checked bool
 	o.Ready = func(url string) {
