@@ -144,6 +144,10 @@ function chart(c) {
     svg.append(h('line', {x1: P, x2: W - P / 2, y1: y(t.value), y2: y(t.value), stroke: t.kind === 'success' ? '#2e7d32' : '#c62828', 'stroke-dasharray': '4 3'}),
       h('text', {x: 2, y: y(t.value) + 4, 'font-size': 10}, t.op + t.value));
   }
+  const fmt = (v) => (Math.abs(v) >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toPrecision(2));
+  svg.append(h('text', {x: W - P / 2, y: 10, 'font-size': 10, 'text-anchor': 'end'}, 'max ' + fmt(hi)),
+    h('text', {x: W - P / 2, y: H - 2, 'font-size': 10, 'text-anchor': 'end'},
+      'min ' + fmt(lo) + ' · ' + Math.round((t1 - t0) / 1000) + ' s'));
   svg.append(h('polyline', {fill: 'none', stroke: '#1565c0', points: pts.map((q) => x(q.t) + ',' + y(q.v)).join(' ')}));
   for (const q of pts) {
     const col = q.phase === 'Successful' ? '#2e7d32' : q.phase === 'Failed' ? '#c62828' : '#8a8f98';
@@ -154,7 +158,7 @@ function chart(c) {
 
 function check(c) {
   return h('div', {class: 'check', 'data-check': c.name}, chart(c), h('div', {},
-    h('b', {}, c.name), ' ', phase(c.phase),
+    h('b', {}, c.name), ' ', phase(c.phase || 'Idle'),
     c.success ? h('div', {class: 'small'}, 'success: ' + c.success) : null,
     c.failure ? h('div', {class: 'small'}, 'failure: ' + c.failure) : null,
     h('div', {class: 'small'}, c.points.length + ' measurements; last: ' + (c.points.length ? c.points[c.points.length - 1].value : '–')),

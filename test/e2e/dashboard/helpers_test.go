@@ -242,7 +242,7 @@ func visible(sel string) chromedp.Action[chromedp.Void] {
 // screenshot writes the page to docs/images/NAME.png.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png := get(t, ctx, "screenshot "+name, chromedp.FullScreenshot(90))
+	png := get(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
 	path := localcluster.RepoPath("docs", "images", name+".png")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
