@@ -176,6 +176,11 @@ func (s *Server) view(ctx context.Context, q map[string][]string, release bool) 
 	if err != nil {
 		return []byte(fmt.Sprintf(`{"error":%q}`, err.Error())), http.StatusInternalServerError
 	}
+	for k, v := range s.views {
+		if v.version != version { // pages of an older state: rebuilt if asked again
+			delete(s.views, k)
+		}
+	}
 	s.views[key] = cachedView{version: version, data: data}
 	return data, http.StatusOK
 }

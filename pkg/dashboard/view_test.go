@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
 	fakekube "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -79,14 +80,20 @@ func TestBuildRelease(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{Kind: "Canary", Name: "checkout"}, Reason: "BatchPaused", Message: "waiting", Type: "Normal"}
 	other := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e2", Namespace: cmdtest.Namespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "unrelated"}, Reason: "Other"}
+	c.Spec.Steps = []v1alpha1.CanaryStep{{Replicas: intstr.FromInt32(1), Weight: ptr.To[int32](10), Pause: &v1alpha1.CanaryPause{}}}
+	c.Spec.Batches = nil
+	c.Status.TrafficRouting = &v1alpha1.CanaryTrafficStatus{DesiredWeight: 10, ActualWeight: 5}
 	objs := []runtime.Object{c, deployment("checkout"), deployment("checkout-canary"), ev, other}
 	h := startedHub(t, objs...)
 	r := Reader{Dyn: cmdtest.NewDynamicClient(c, deployment("checkout"), deployment("checkout-canary")),
 		Kube: fakekube.NewSimpleClientset(deployment("checkout"), deployment("checkout-canary"))}
 	p := BuildRelease(context.Background(), h, r, workload.Canary, cmdtest.Namespace, "checkout", false)
-	if p.Phase != "Paused" || len(p.Steps) != 4 || p.Steps[0].Where != "current" || p.Steps[0].Pause != "until promoted" ||
-		p.Steps[0].PauseEndTime == nil || p.Steps[1].Where != "next" {
+	if p.Phase != "Paused" || len(p.Steps) != 2 || p.Steps[0].Where != "current" || p.Steps[0].Pause != "until promoted" ||
+		p.Steps[0].PauseEndTime == nil || p.Steps[0].Weight == nil || *p.Steps[0].Weight != 10 || p.Steps[1].Where != "next" {
 		t.Errorf("phase %s, steps %+v", p.Phase, p.Steps)
+	}
+	if p.Traffic == nil || p.Traffic.Desired != 10 || p.Traffic.Actual != 5 {
+		t.Errorf("traffic %+v, want desired 10, actual 5", p.Traffic)
 	}
 	if len(p.Checks) != 2 || len(p.Checks[0].Thresholds) != 1 || p.Checks[0].Thresholds[0].Value != 0.01 ||
 		len(p.Checks[1].Points) != 1 || p.Checks[1].Points[0].Number == nil || *p.Checks[1].Points[0].Number != 0 ||
