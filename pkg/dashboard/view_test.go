@@ -1,7 +1,11 @@
 package dashboard
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,7 +28,7 @@ import (
 )
 
 // startedHub is a hub whose informers have listed objs from a fake cluster.
-func startedHub(t *testing.T, objs ...runtime.Object) *Hub {
+func startedHub(t *testing.T, objs ...runtime.Object) (*Hub, *fakedynamic.FakeDynamicClient) {
 	t.Helper()
 	kinds := map[schema.GroupVersionResource]string{eventsResource: "EventList"}
 	for _, k := range workload.Kinds {
@@ -40,7 +45,7 @@ func startedHub(t *testing.T, objs ...runtime.Object) *Hub {
 			t.Fatalf("%s never synced", gvr.Resource)
 		}
 	}
-	return h
+	return h, client
 }
 
 func deployment(name string) *appsv1.Deployment {
@@ -54,7 +59,7 @@ func deployment(name string) *appsv1.Deployment {
 // a Deployment no Canary releases is not listed.
 func TestBuildList(t *testing.T) {
 	tapp := &v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Name: "game", Namespace: cmdtest.Namespace}}
-	h := startedHub(t, pausedCanary(), tapp, deployment("checkout"), deployment("checkout-canary"), deployment("other"))
+	h, _ := startedHub(t, pausedCanary(), tapp, deployment("checkout"), deployment("checkout-canary"), deployment("other"))
 	page := BuildList(h, "namespace test", false)
 	var got []string
 	for _, r := range page.Rows {
@@ -84,7 +89,7 @@ func TestBuildRelease(t *testing.T) {
 	c.Spec.Batches = nil
 	c.Status.TrafficRouting = &v1alpha1.CanaryTrafficStatus{DesiredWeight: 10, ActualWeight: 5}
 	objs := []runtime.Object{c, deployment("checkout"), deployment("checkout-canary"), ev, other}
-	h := startedHub(t, objs...)
+	h, _ := startedHub(t, objs...)
 	r := Reader{Dyn: cmdtest.NewDynamicClient(c, deployment("checkout"), deployment("checkout-canary")),
 		Kube: fakekube.NewSimpleClientset(deployment("checkout"), deployment("checkout-canary"))}
 	p := BuildRelease(context.Background(), h, r, workload.Canary, cmdtest.Namespace, "checkout", false)
@@ -125,5 +130,49 @@ func TestBuildRelease(t *testing.T) {
 	missing := BuildRelease(context.Background(), h, r, workload.Canary, cmdtest.Namespace, "nope", false)
 	if missing.Phase != "NotFound" || len(missing.Actions) != 0 {
 		t.Errorf("missing canary: %+v", missing)
+	}
+}
+
+// A tab's event stream sends the page at once, then again when the watch sees a change: here a
+// TApp created after the tab opened.
+func TestStreamFollowsTheWatch(t *testing.T) {
+	h, client := startedHub(t, pausedCanary())
+	srv := httptest.NewServer(New(Config{Token: token, Namespace: cmdtest.Namespace}, h).Handler())
+	defer srv.Close()
+	// The client's timeout ends a stream that never sends the second page: the test fails then.
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(srv.URL + "/" + token + "/api/stream?view=list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := bufio.NewScanner(resp.Body)
+	events.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() ListPage {
+		t.Helper()
+		for events.Scan() {
+			if data, ok := strings.CutPrefix(events.Text(), "data: "); ok {
+				var page ListPage
+				if err := json.Unmarshal([]byte(data), &page); err != nil {
+					t.Fatal(err)
+				}
+				return page
+			}
+		}
+		t.Fatalf("the stream ended: %v", events.Err())
+		return ListPage{}
+	}
+	if first := next(); len(first.Rows) != 1 || first.Rows[0].Name != "checkout" {
+		t.Fatalf("first page %+v, want the Canary", first.Rows)
+	}
+	tapp := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apps.workload.dev/v1alpha1", "kind": "TApp",
+		"metadata": map[string]interface{}{"name": "game", "namespace": cmdtest.Namespace}}}
+	if _, err := client.Resource(workload.TApp.Resource).Namespace(cmdtest.Namespace).Create(context.Background(), tapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if second := next(); len(second.Rows) != 2 || second.Rows[0].Name != "game" {
+		t.Fatalf("after the TApp's creation %+v, want it listed", second.Rows)
 	}
 }
