@@ -43,7 +43,7 @@ func historyKey(namespace, canary, check string) string {
 
 // Record merges the measurements of a Canary's status into the history, each once (by its
 // time and value).
-func (h *History) Record(obj *unstructured.Unstructured, _ time.Time) {
+func (h *History) Record(obj *unstructured.Unstructured) {
 	c, err := workload.AsCanary(obj)
 	if err != nil {
 		return

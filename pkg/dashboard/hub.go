@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -81,7 +80,7 @@ func (h *Hub) setErr(gvr schema.GroupVersionResource, err error) {
 
 func (h *Hub) changed(gvr schema.GroupVersionResource, obj interface{}) {
 	if u, ok := obj.(*unstructured.Unstructured); ok && gvr == workload.Canary.Resource {
-		h.history.Record(u, time.Now())
+		h.history.Record(u)
 	}
 	h.mu.Lock()
 	delete(h.errs, gvr)

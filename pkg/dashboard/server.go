@@ -23,7 +23,6 @@ import (
 	"k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 

@@ -72,9 +72,9 @@ func canaryWithMeasurements(values ...string) *unstructured.Unstructured {
 // status keeps.
 func TestHistoryMerges(t *testing.T) {
 	h := NewHistory()
-	h.Record(canaryWithMeasurements("0.1", "0.2"), time.Now())
-	h.Record(canaryWithMeasurements("0.1", "0.2", "0.3"), time.Now())
-	h.Record(canaryWithMeasurements("0.1", "0.2", "0.3"), time.Now())
+	h.Record(canaryWithMeasurements("0.1", "0.2"))
+	h.Record(canaryWithMeasurements("0.1", "0.2", "0.3"))
+	h.Record(canaryWithMeasurements("0.1", "0.2", "0.3"))
 	got := h.Points("test", "checkout", "errors")
 	var values []string
 	for _, p := range got {

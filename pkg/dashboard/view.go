@@ -1,10 +1,10 @@
 package dashboard
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Row is one line of the list page: a workload of our kinds, or a native workload a Canary
