@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/dashboard"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
 func step(replicas int32, pause *v1alpha1.CanaryPause, checks ...string) v1alpha1.CanaryStep {
@@ -151,23 +152,17 @@ func TestRefusalsChangeNothing(t *testing.T) {
 func (e *env) viewer() string {
 	e.T.Helper()
 	const sa = "viewer"
-	if _, err := e.Kube.CoreV1().ServiceAccounts(e.NS).Create(e.Ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Create(e.T, e.Ctx, e.Kube.CoreV1().ServiceAccounts(e.NS), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}})
 	read := []string{"get", "list", "watch"}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"canaries", "tapps", "uniteddeployments"}, Verbs: read},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets", "replicasets", "controllerrevisions"}, Verbs: read},
 		{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: read},
 	}}
-	if _, err := e.Kube.RbacV1().Roles(e.NS).Create(e.Ctx, role, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Create(e.T, e.Ctx, e.Kube.RbacV1().Roles(e.NS), role)
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: e.NS}}}
-	if _, err := e.Kube.RbacV1().RoleBindings(e.NS).Create(e.Ctx, binding, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Create(e.T, e.Ctx, e.Kube.RbacV1().RoleBindings(e.NS), binding)
 	return "system:serviceaccount:" + e.NS + ":" + sa
 }

@@ -45,9 +45,7 @@ func setup(t *testing.T) *env {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: podTemplate(labels, "nginx:1.26")}}
-	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e2eenv.Create(t, e.Ctx, e.Kube.AppsV1().Deployments(e.NS), d)
 	e.Eventually("the stable Deployment's pods to be available", func() (bool, string) {
 		got, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -75,18 +73,12 @@ func (e *env) createCanary(analysis []v1alpha1.AnalysisCheck, steps ...v1alpha1.
 		Steps:    steps,
 		Analysis: analysis,
 	}}
-	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
+	e2eenv.Create(e.T, e.Ctx, e.Apps.AppsV1alpha1().Canaries(e.NS), c)
 }
 
 func (e *env) canary() *v1alpha1.Canary {
 	e.T.Helper()
-	c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return c
+	return e2eenv.Get(e.T, e.Ctx, e.Apps.AppsV1alpha1().Canaries(e.NS), name)
 }
 
 // waitCanary waits until cond holds of the Canary.
