@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,13 +13,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
 	fakekube "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -27,15 +31,19 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
-// startedHub is a hub whose informers have listed objs from a fake cluster.
-func startedHub(t *testing.T, objs ...runtime.Object) (*Hub, *fakedynamic.FakeDynamicClient) {
-	t.Helper()
-	kinds := map[schema.GroupVersionResource]string{eventsResource: "EventList"}
+// fakeCluster is a fake dynamic client holding objs that lists every resource the hub watches.
+func fakeCluster(objs ...runtime.Object) *fakedynamic.FakeDynamicClient {
+	kinds := map[schema.GroupVersionResource]string{eventsResource: "EventList", podsResource: "PodList", rsResource: "ReplicaSetList"}
 	for _, k := range workload.Kinds {
 		kinds[k.Resource] = k.Name + "List"
 	}
-	kinds[podsResource], kinds[rsResource] = "PodList", "ReplicaSetList"
-	client := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(cmdtest.Scheme(), kinds, objs...)
+	return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(cmdtest.Scheme(), kinds, objs...)
+}
+
+// startedHub is a hub whose informers have listed objs from a fake cluster.
+func startedHub(t *testing.T, objs ...runtime.Object) (*Hub, *fakedynamic.FakeDynamicClient) {
+	t.Helper()
+	client := fakeCluster(objs...)
 	h := NewHub(client, cmdtest.Namespace)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -174,5 +182,27 @@ func TestStreamFollowsTheWatch(t *testing.T) {
 	}
 	if second := next(); len(second.Rows) != 2 || second.Rows[0].Name != "game" {
 		t.Fatalf("after the TApp's creation %+v, want it listed", second.Rows)
+	}
+}
+
+// A watch the API server refuses (RBAC) is shown on every page with the server's message, and
+// the other resources are still listed.
+func TestWatchErrorsShown(t *testing.T) {
+	client := fakeCluster(pausedCanary())
+	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(podsResource.GroupResource(), "", errors.New(`User "viewer" cannot list resource "pods"`))
+	})
+	h := NewHub(client, cmdtest.Namespace)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.Start(ctx)
+	var page ListPage
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		page = BuildList(h, "namespace test", false)
+		return len(page.Errors) > 0 && len(page.Rows) > 0, nil
+	})
+	if err != nil || len(page.Errors) != 1 || !strings.Contains(page.Errors[0], `watching pods: `) ||
+		!strings.Contains(page.Errors[0], `cannot list resource "pods"`) || page.Rows[0].Name != "checkout" {
+		t.Errorf("errors %q, rows %+v (%v); want the pods' refusal beside the Canary", page.Errors, page.Rows, err)
 	}
 }
