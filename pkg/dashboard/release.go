@@ -19,21 +19,20 @@ import (
 
 // ReleasePage is what the page of one workload shows.
 type ReleasePage struct {
-	Kind      string    `json:"kind"`
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	Phase     string    `json:"phase"`
-	Summary   string    `json:"summary"`
-	Progress  []string  `json:"progress"`
-	Now       time.Time `json:"now"`
-	ReadOnly  bool      `json:"readOnly"`
-	Steps     []Step    `json:"steps"`
-	Traffic   *Traffic  `json:"traffic"`
-	Groups    []Group   `json:"groups"`
-	Checks    []Check   `json:"checks"`
-	Events    []Event   `json:"events"`
-	Actions   []Button  `json:"actions"`
-	Errors    []string  `json:"errors"`
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Phase     string   `json:"phase"`
+	Summary   string   `json:"summary"`
+	Progress  []string `json:"progress"`
+	ReadOnly  bool     `json:"readOnly"`
+	Steps     []Step   `json:"steps"`
+	Traffic   *Traffic `json:"traffic"`
+	Groups    []Group  `json:"groups"`
+	Checks    []Check  `json:"checks"`
+	Events    []Event  `json:"events"`
+	Actions   []Button `json:"actions"`
+	Errors    []string `json:"errors"`
 }
 
 // Step is one step of a Canary's release on its timeline.
@@ -106,7 +105,7 @@ type Reader struct {
 
 // BuildRelease reads one workload's page.
 func BuildRelease(ctx context.Context, h *Hub, r Reader, k workload.Kind, namespace, name string, readOnly bool) ReleasePage {
-	page := ReleasePage{Kind: k.Short, Namespace: namespace, Name: name, Now: time.Now().UTC(), ReadOnly: readOnly,
+	page := ReleasePage{Kind: k.Short, Namespace: namespace, Name: name, ReadOnly: readOnly,
 		Steps: []Step{}, Groups: []Group{}, Checks: []Check{}, Events: []Event{}, Errors: h.Errors()}
 	obj := h.Get(k.Resource, namespace, name)
 	if obj == nil {

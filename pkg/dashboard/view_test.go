@@ -206,3 +206,23 @@ func TestWatchErrorsShown(t *testing.T) {
 		t.Errorf("errors %q, rows %+v (%v); want the pods' refusal beside the Canary", page.Errors, page.Rows, err)
 	}
 }
+
+// The page of a Deployment a Canary releases: its pods by ReplicaSet, and the buttons of the
+// verbs a Deployment has (pause, resume, undo), acting on it.
+func TestBuildReleaseOfADeployment(t *testing.T) {
+	d := deployment("checkout")
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout"}}
+	h, _ := startedHub(t, pausedCanary(), d)
+	r := Reader{Dyn: cmdtest.NewDynamicClient(d), Kube: fakekube.NewSimpleClientset(d)}
+	p := BuildRelease(context.Background(), h, r, workload.Deployment, cmdtest.Namespace, "checkout", false)
+	var got []string
+	for _, b := range p.Actions {
+		got = append(got, b.Label+" "+b.Target)
+	}
+	if want := "pause deploy/checkout,resume deploy/checkout,undo deploy/checkout"; strings.Join(got, ",") != want {
+		t.Errorf("buttons %q, want %s", got, want)
+	}
+	if len(p.Steps) != 0 || p.Traffic != nil || len(p.Checks) != 0 || len(p.Errors) != 0 {
+		t.Errorf("a Deployment's page: steps %v, traffic %v, checks %v, errors %q", p.Steps, p.Traffic, p.Checks, p.Errors)
+	}
+}

@@ -8,7 +8,7 @@ let pending = null; // the action the confirmation dialog is about
 // h builds an element: h('td', {class: 'x'}, child, 'text', …). Text goes through
 // textContent, never HTML.
 function h(tag, attrs, ...kids) {
-  const svg = ['svg', 'line', 'circle', 'polyline', 'text', 'rect'].includes(tag);
+  const svg = ['svg', 'line', 'circle', 'polyline', 'text', 'title'].includes(tag);
   const el = svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
