@@ -3,7 +3,9 @@ package dashboard
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -80,5 +82,22 @@ func TestRunServesWithToken(t *testing.T) {
 	}
 	if !checked {
 		t.Fatal("the server never became ready")
+	}
+}
+
+// A port already taken is refused in one line naming it, and nothing is printed.
+func TestPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	var out bytes.Buffer
+	o := &Options{Address: "127.0.0.1", Port: port, NoOpen: true, Reader: dashboard.Reader{Dyn: cmdtest.NewDynamicClient()},
+		IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard}}
+	err = o.Run(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("listening on 127.0.0.1 port %d: ", port)) || strings.Contains(err.Error(), "\n") || out.Len() != 0 {
+		t.Errorf("Run on a taken port: %v, printed %q; want one line naming the port and nothing printed", err, out.String())
 	}
 }
