@@ -23,7 +23,7 @@ build: ## Build bin/kubectl-workload and bin/workload-agent.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/workload-agent ./cmd/agent
 
 test: ## Run every test: unit tests, the agent image's test, then end-to-end tests on a local control plane.
-test: cluster-bins cluster-kubectl prometheus-bin
+test: cluster-bins cluster-kubectl prometheus-bin chromium
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/)
 	$(MAKE) test-image
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 ./test/...
@@ -47,3 +47,4 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 -include hack/demo.mk
 -include hack/image.mk
 -include hack/chaos.mk
+-include hack/chromium.mk

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/abort"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/completion"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/dashboard"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/get"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/install"
@@ -73,6 +74,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		list.NewCmdList(f, streams),
 		install.NewCmdInstall(f, streams),
 		install.NewCmdUninstall(f, streams),
+		dashboard.NewCmdDashboard(f, streams),
 	)
 	return cmd
 }

@@ -130,6 +130,26 @@ var listKinds = map[schema.GroupVersionResource]string{
 	corev1.SchemeGroupVersion.WithResource("pods"):                "PodList",
 }
 
+// NewDynamicClient is the fake dynamic client of the fake cluster, holding objs: for tests that
+// drive a package's own entry point rather than a command (the dashboard's server).
+func NewDynamicClient(objs ...runtime.Object) *fakedynamic.FakeDynamicClient {
+	return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(Scheme(), listKinds, objs...)
+}
+
+// Recorder records the API actions of fake clients as Describe renders them; Record is a
+// reaction to prepend to a fake client's chain.
+type Recorder struct{ actionLog }
+
+// Record records the action and lets the next reactor handle it.
+func (r *Recorder) Record(a clienttesting.Action) (bool, runtime.Object, error) { return r.recorder(a) }
+
+// Lines are the actions recorded so far.
+func (r *Recorder) Lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...)
+}
+
 // Run runs the command built by newCmd with args, against a fake cluster holding objs, with no
 // width to fit (COLUMNS unset, whatever the shell running the tests exports).
 func Run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Result {
@@ -149,7 +169,7 @@ func run(t *testing.T, newCmd NewCmd, objs []runtime.Object, args ...string) Res
 	t.Helper()
 	tf := &Factory{TestFactory: cmdtesting.NewTestFactory().WithNamespace(Namespace), discovery: Discovery()}
 	defer tf.Cleanup()
-	client := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(Scheme(), listKinds, objs...)
+	client := NewDynamicClient(objs...)
 	tf.FakeDynamicClient = client
 	tf.Kube = fakekube.NewSimpleClientset(nativeObjects(objs)...)
 
