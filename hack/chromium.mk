@@ -9,3 +9,7 @@
 
 chromium: ## Install Debian's chromium for the dashboard's browser test when missing.
 	@bash $(or $(CLUSTER_REPO),.)/hack/chromium/install.sh
+
+.PHONY: dashboard-screenshots
+dashboard-screenshots: chromium cluster-bins ## Refresh docs/images/dashboard-*.png from the dashboard's browser test.
+	DASHBOARD_SCREENSHOTS=1 $(or $(GO),go) test -count=1 -p 1 ./test/e2e/dashboard/

@@ -231,11 +231,20 @@ func visible(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS(sel))
 }
 
-// screenshot writes the page to docs/images/NAME.png.
+// screenshot takes a picture of the page as NAME.png: into docs/images when
+// $DASHBOARD_SCREENSHOTS is set (`make dashboard-screenshots` refreshes those of
+// docs/dashboard.md), else into the test's temporary directory, so that `make test` leaves the
+// tree as it found it.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	png := get(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
-	path := localcluster.RepoPath("docs", "images", name+".png")
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("screenshot %s: not a PNG (%d bytes)", name, len(png))
+	}
+	path := filepath.Join(t.TempDir(), name+".png")
+	if os.Getenv("DASHBOARD_SCREENSHOTS") != "" {
+		path = localcluster.RepoPath("docs", "images", name+".png")
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

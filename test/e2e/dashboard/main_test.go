@@ -2,8 +2,8 @@
 // (Debian's chromium, which `make chromium` installs when missing) through chromedp, against the
 // local control plane with the agent's canary controller. The dashboard runs in the test
 // process through the plugin's real command tree, with the cluster's kubeconfig (or, for the
-// RBAC case, impersonating a ServiceAccount that may read but not patch Canaries). It writes
-// the screenshots of docs/dashboard.md to docs/images/.
+// RBAC case, impersonating a ServiceAccount that may read but not patch Canaries). With
+// $DASHBOARD_SCREENSHOTS set it writes the screenshots of docs/dashboard.md to docs/images/.
 package dashboard
 
 import (
