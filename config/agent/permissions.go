@@ -1,6 +1,6 @@
 // Package agent lists the API permissions the workload-agent needs, one per call it makes, with
 // the code that makes it. It is the reviewed counterpart of the RBAC manifests beside it
-// (cluster_role.yaml, leader_election.yaml):
+// (cluster_role.yaml, leader_election.yaml, notifications.yaml):
 //
 //   - permissions_test.go checks that those manifests grant exactly this list (no cluster needed);
 //   - test/e2e/rbac runs the agent as its ServiceAccount with exactly those manifests on the local
@@ -72,8 +72,8 @@ const (
 	informerWatch = "informer: watch"
 )
 
-// Permissions is every permission the agent needs: what cluster_role.yaml and
-// leader_election.yaml grant, no more.
+// Permissions is every permission the agent needs: what cluster_role.yaml, leader_election.yaml
+// and notifications.yaml grant, no more.
 var Permissions = []Permission{
 	// TApps: the TApp controller's objects, and the UnitedDeployment controller's TApp subsets.
 	{workloads, "tapps", "list", "", informerList + " (pkg/controller/tapp, pkg/controller/uniteddeployment)"},
@@ -96,8 +96,9 @@ var Permissions = []Permission{
 	// Canaries.
 	{workloads, "canaries", "list", "", informerList},
 	{workloads, "canaries", "watch", "", informerWatch},
-	{workloads, "canaries", "patch", "", "canary: addFinalizer, finalize (removes it), and the stable snapshot annotation (ensureSnapshot)"},
+	{workloads, "canaries", "patch", "", "canary: addFinalizer, finalize (removes it), and the stable snapshot annotation (ensureSnapshot); notifications: the record of sent notifications (annotation notifications.apps.workload.dev/sent, Controller.record)"},
 	{workloads, "canaries/status", "update", "", "canary: status update at the end of a sync"},
+	{workloads, "canaries/status", "patch", "", "notifications: the NotificationsDelivered condition while a delivery fails and once it recovers (server-side apply of that one condition, applyCondition)"},
 	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
@@ -114,6 +115,10 @@ var Permissions = []Permission{
 	{core, "persistentvolumeclaims", "list", "", informerList + " (managed-by label)"},
 	{core, "persistentvolumeclaims", "watch", "", informerWatch},
 	{core, "persistentvolumeclaims", "create", "", "tapp: createInstance, a claim of volumeClaimTemplates"},
+
+	// Namespaces: a Canary's subscriptions may come from its namespace's annotations (per-namespace
+	// defaults); read when one of its triggers fires, not watched.
+	{core, "namespaces", "get", "", "notifications: deliveries reads a Canary's namespace for its subscription annotations"},
 
 	// Nodes.
 	{core, "nodes", "get", "", "tapp: forceDeleteStuck reads the node of a pod stuck terminating (forceDeletePod)"},
@@ -174,4 +179,10 @@ var Permissions = []Permission{
 	{"coordination.k8s.io", "leases", "get", Namespace, "leader election: read the Lease"},
 	{"coordination.k8s.io", "leases", "create", Namespace, "leader election: the first agent creates the Lease"},
 	{"coordination.k8s.io", "leases", "update", Namespace, "leader election: acquire, renew and release the Lease"},
+
+	// Notifications (notifications.yaml), in the agent's namespace only: the ConfigMap of services,
+	// templates and triggers and the Secret of their credentials, read when a notification is to
+	// be sent (no informer: nothing of them stays in the agent's memory).
+	{core, "configmaps", "get", Namespace, "notifications: Controller.config reads the ConfigMap workload-notifications"},
+	{core, "secrets", "get", Namespace, "notifications: Controller.config reads the Secret workload-notifications-secret ($key values of the services)"},
 }
