@@ -357,11 +357,11 @@ func (c *Config) Deliver(ctx context.Context, client *http.Client, d Destination
 	return nil
 }
 
-// redactRequest removes the request's URL, path, query and header values from s: a transport's
+// redactRequest removes the request's URL, host, path, query and header values from s: a transport's
 // error may name the path (a Slack or Teams webhook's path is its secret), and a header value
 // may be a token not taken from the Secret.
 func redactRequest(req *http.Request, s string) string {
-	hide := []string{req.URL.String(), req.URL.RawQuery, req.URL.EscapedPath(), req.URL.Path}
+	hide := []string{req.URL.String(), req.URL.RawQuery, req.URL.EscapedPath(), req.URL.Path, req.URL.Host, req.URL.Hostname()}
 	for _, vs := range req.Header {
 		hide = append(hide, vs...)
 	}
