@@ -330,7 +330,8 @@ func jsonString(v any) (string, error) {
 }
 
 // Deliver sends m to d through client, whose transport is the caller's (the agent's is fenced).
-// The error never holds a URL, header or secret of the service: only what went wrong.
+// The error never holds a URL, header or secret of the service: only what went wrong (callers
+// name the destination).
 func (c *Config) Deliver(ctx context.Context, client *http.Client, d Destination, m Message) error {
 	svc, ok := c.Services[d.Service]
 	if !ok {
@@ -338,7 +339,7 @@ func (c *Config) Deliver(ctx context.Context, client *http.Client, d Destination
 	}
 	req, err := svc.Request(ctx, m, d.Recipient)
 	if err != nil {
-		return fmt.Errorf("%s: %s", d, c.Redact(err.Error()))
+		return errors.New(c.Redact(err.Error()))
 	}
 	req.Header.Set(HeaderID, m.ID)
 	resp, err := client.Do(req)
@@ -347,12 +348,12 @@ func (c *Config) Deliver(ctx context.Context, client *http.Client, d Destination
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL
 		}
-		return fmt.Errorf("%s: %s %s", d, req.Method, redactRequest(req, c.Redact(err.Error())))
+		return fmt.Errorf("%s %s", req.Method, redactRequest(req, c.Redact(err.Error())))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err := svc.Check(resp, body); err != nil {
-		return fmt.Errorf("%s: %s", d, redactRequest(req, c.Redact(err.Error())))
+		return errors.New(redactRequest(req, c.Redact(err.Error())))
 	}
 	return nil
 }
