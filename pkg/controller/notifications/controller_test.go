@@ -339,4 +339,3 @@ func drain(r *record.FakeRecorder) []string {
 		}
 	}
 }
-
