@@ -199,3 +199,6 @@ func checkURL(field, raw string) error {
 var funcs = template.FuncMap{
 	"join": strings.Join,
 }
+
+// SecretRefs returns the $key references of a ConfigMap value.
+func SecretRefs(value string) []string { return secretRef.FindAllString(value, -1) }
