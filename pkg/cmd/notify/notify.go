@@ -78,7 +78,9 @@ func NewCmdNotify(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.
 			Work with the notifications the workload-agent sends about Canary releases. See
 			docs/notifications.md for the ConfigMap, the Secret and the subscription
 			annotations.`),
-		Run: func(cmd *cobra.Command, args []string) { cmdutil.CheckErr(cmdutil.UsageErrorf(cmd, "name a subcommand: test")) },
+		Run: func(cmd *cobra.Command, args []string) {
+			cmdutil.CheckErr(cmdutil.UsageErrorf(cmd, "name a subcommand: test"))
+		},
 	}
 	cmd.AddCommand(NewCmdTest(f, streams))
 	return cmd
