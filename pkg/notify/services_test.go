@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -252,5 +255,77 @@ func TestDeliverErrorsShowNoSecret(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "127.0.0.1") {
 			t.Errorf("%s: the error shows a secret or the URL: %v", d, err)
 		}
+	}
+}
+
+// examples/notifications.yaml is a setup the agent reads without an error, and its Canary
+// subscribes to services it defines.
+func TestExampleSetup(t *testing.T) {
+	data, err := os.ReadFile("../../examples/notifications.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm *corev1.ConfigMap
+	var secret *corev1.Secret
+	var cn *v1alpha1.Canary
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var kind struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			t.Fatal(err)
+		}
+		var into any
+		switch kind.Kind {
+		case "ConfigMap":
+			cm = &corev1.ConfigMap{}
+			into = cm
+		case "Secret":
+			secret = &corev1.Secret{}
+			into = secret
+		case "Canary":
+			cn = &v1alpha1.Canary{}
+			into = cn
+		default:
+			continue
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := LoadConfig(cm, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := ParseSubscriptions(cn.Annotations, nil)
+	if err != nil || len(subs) != 4 {
+		t.Fatalf("subscriptions %v, %v", subs, err)
+	}
+	for trigger, ds := range subs {
+		for _, d := range ds {
+			if _, ok := c.Services[d.Service]; !ok {
+				t.Errorf("%s subscribes to %s, which the ConfigMap does not define", trigger, d.Service)
+			}
+		}
+		tr, _ := TriggerNamed(trigger)
+		tmpl, err := c.TemplateFor(trigger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tmpl.Render(NewData(pausedCanary(), tr)); err != nil {
+			t.Errorf("%s: %v", trigger, err)
+		}
+	}
+	m := message(t, c, pausedCanary(), OnCompleted)
+	if m.Title != "web is out: web=nginx:1.27" {
+		t.Errorf("the example's template: %q", m.Title)
+	}
+	w := c.Services["deploy-bot"].(*Webhook)
+	req, err := w.Request(context.Background(), m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(req.Body)
+	var got map[string]any
+	if err := json.Unmarshal(body, &got); err != nil || got["event"] != OnCompleted || got["canary"] != "canary/web -n shop" {
+		t.Errorf("the example's body template: %s (%v)", body, err)
 	}
 }
