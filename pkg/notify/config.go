@@ -89,32 +89,11 @@ func (c *Config) load(key, value string, secrets map[string]string) error {
 		if name == "" || name == "slack" || name == "teams" {
 			return fmt.Errorf("a webhook needs a name other than slack and teams: service.webhook.<name>")
 		}
-		w := &Webhook{}
-		if err := yaml.UnmarshalStrict([]byte(value), w); err != nil {
-			return err
-		}
-		if err := w.complete(resolve); err != nil {
-			return err
-		}
-		c.Services[name] = w
+		return c.loadService(name, value, &Webhook{}, resolve)
 	case key == keySlack:
-		s := &Slack{}
-		if err := yaml.UnmarshalStrict([]byte(value), s); err != nil {
-			return err
-		}
-		if err := s.complete(resolve); err != nil {
-			return err
-		}
-		c.Services["slack"] = s
+		return c.loadService("slack", value, &Slack{}, resolve)
 	case key == keyTeams:
-		t := &Teams{}
-		if err := yaml.UnmarshalStrict([]byte(value), t); err != nil {
-			return err
-		}
-		if err := t.complete(resolve); err != nil {
-			return err
-		}
-		c.Services["teams"] = t
+		return c.loadService("teams", value, &Teams{}, resolve)
 	case strings.HasPrefix(key, keyTemplate):
 		t := &Template{}
 		if err := yaml.UnmarshalStrict([]byte(value), t); err != nil {
@@ -137,6 +116,24 @@ func (c *Config) load(key, value string, secrets map[string]string) error {
 	default:
 		return fmt.Errorf("unknown key: keys are service.webhook.<name>, service.slack, service.teams, template.<name> and trigger.<name>")
 	}
+	return nil
+}
+
+// configurable is a service read from YAML, then completed: its $key resolved, its fields
+// checked and defaulted.
+type configurable interface {
+	Service
+	complete(resolve func(string) (string, error)) error
+}
+
+func (c *Config) loadService(name, value string, s configurable, resolve func(string) (string, error)) error {
+	if err := yaml.UnmarshalStrict([]byte(value), s); err != nil {
+		return err
+	}
+	if err := s.complete(resolve); err != nil {
+		return err
+	}
+	c.Services[name] = s
 	return nil
 }
 
