@@ -3,6 +3,7 @@ package notifications
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,8 +24,9 @@ func (c *Controller) failed(ctx context.Context, cn *v1alpha1.Canary, st *canary
 	c.mu.Lock()
 	st.attempts++
 	attempts, write := st.attempts, st.failing != message
-	c.mu.Unlock()
 	wait := backoff(attempts)
+	st.retryAt = c.clock.Now().Add(wait)
+	c.mu.Unlock()
 	c.Recorder.Eventf(cn, corev1.EventTypeWarning, notify.EventFailed, "attempt %d failed, retrying in %s: %s", attempts, wait, message)
 	klog.FromContext(ctx).V(2).Info("Notification not delivered; retrying", "canary", klog.KObj(cn), "attempt", attempts, "after", wait)
 	c.Queue.AddAfter(keyOf(cn), wait)
@@ -43,7 +45,7 @@ func (c *Controller) failed(ctx context.Context, cn *v1alpha1.Canary, st *canary
 // settled clears a failure: every notification owed was delivered.
 func (c *Controller) settled(ctx context.Context, cn *v1alpha1.Canary, st *canaryState) error {
 	c.mu.Lock()
-	st.attempts = 0
+	st.attempts, st.retryAt = 0, time.Time{}
 	failing := st.failing != ""
 	c.mu.Unlock()
 	cond := meta.FindStatusCondition(cn.Status.Conditions, notify.ConditionDelivered)

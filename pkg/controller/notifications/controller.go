@@ -62,7 +62,7 @@ type Controller struct {
 	namespace string
 	http      *http.Client
 	fence     Fence
-	clock     clock.PassiveClock
+	clock     clock.Clock
 
 	mu    sync.Mutex
 	state map[string]*canaryState
@@ -83,6 +83,9 @@ type canaryState struct {
 	// last written (empty: none is False).
 	attempts int
 	failing  string
+	// retryAt is when the next attempt is due: syncs before it (the Canary changes during a
+	// release) send nothing, so that a failing receiver is retried at the backoff's pace.
+	retryAt time.Time
 	// reported is the last subscription error sent as an Event.
 	reported string
 }

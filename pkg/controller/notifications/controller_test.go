@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
@@ -91,6 +92,7 @@ type fixture struct {
 	store    cache.Indexer
 	fence    *fakeFence
 	recorder *record.FakeRecorder
+	clock    *testingclock.FakeClock
 	actions  []string
 }
 
@@ -139,6 +141,8 @@ func newFixture(t *testing.T, cn *v1alpha1.Canary, h *hook, nsAnnotations map[st
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.clock = testingclock.NewFakeClock(t0.Time)
+	c.clock = f.clock
 	f.ctrl, f.store = c, informers.Apps().V1alpha1().Canaries().Informer().GetIndexer()
 	f.refresh()
 	return f
@@ -272,8 +276,14 @@ func TestFailingReceiverRetriesWithBackoff(t *testing.T) {
 		c.Message != "on-paused to hook: the receiver answered 500 Internal Server Error; retrying with backoff" {
 		t.Fatalf("condition %+v", c)
 	}
-	f.sync(getNamespace, getConfig, getSecret)
-	f.sync(getNamespace, getConfig, getSecret)
+	// Before the backoff has passed a sync (the Canary changed) sends nothing.
+	f.sync(getNamespace)
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
+		f.clock.Step(wait)
+		f.sync(getNamespace, getConfig, getSecret)
+	}
+	f.sync(getNamespace)
+	f.clock.Step(4 * time.Second)
 	f.sync(getNamespace, getConfig, getSecret, recordSent, applyStatus)
 	if got := h.received(); len(got) != 1 {
 		t.Errorf("received %v", got)

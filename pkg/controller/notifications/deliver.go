@@ -73,6 +73,13 @@ func (c *Controller) deliver(ctx context.Context, cn *v1alpha1.Canary, st *canar
 	if len(ds) == 0 {
 		return c.settled(ctx, cn, st)
 	}
+	c.mu.Lock()
+	wait := st.retryAt.Sub(c.clock.Now())
+	c.mu.Unlock()
+	if wait > 0 {
+		c.Queue.AddAfter(keyOf(cn), wait)
+		return nil
+	}
 	cfg, err := c.config(ctx)
 	var failures []string
 	if err != nil {
