@@ -1,6 +1,9 @@
 package notify
 
-// The names a cluster's notification setup uses (docs/notifications.md).
+import "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+
+// The names a cluster's notification setup uses (docs/notifications.md). What is written on a
+// Canary is declared in the API package (v1alpha1), where the plugin reads it too.
 const (
 	// ConfigMapName is the ConfigMap, in the agent's namespace, holding services
 	// (service.webhook.<name>, service.slack, service.teams), templates (template.<name>) and
@@ -9,14 +12,11 @@ const (
 	// SecretName is the Secret beside it: a value "$key" in a service takes the Secret's key.
 	SecretName = "workload-notifications-secret"
 
-	// AnnotationPrefix starts every notification annotation.
-	AnnotationPrefix = "notifications.apps.workload.dev/"
 	// SubscribePrefix starts a subscription, on a Canary or its namespace:
 	// notifications.apps.workload.dev/subscribe.<trigger>.<service>: "<recipients>".
-	SubscribePrefix = AnnotationPrefix + "subscribe."
-	// AnnotationSent, on a Canary, records what was delivered (Sent, as JSON): written by the
-	// agent after each delivery, read by the next leader so that it does not send it again.
-	AnnotationSent = AnnotationPrefix + "sent"
+	SubscribePrefix = v1alpha1.AnnotationNotificationsPrefix + "subscribe."
+	// AnnotationSent, on a Canary, records what was delivered (Sent, as JSON).
+	AnnotationSent = v1alpha1.AnnotationNotificationsSent
 
 	// HeaderID carries a notification's id on every request, the same on a retry and on a
 	// new leader's resend, so that a receiver can drop a duplicate.
@@ -25,17 +25,9 @@ const (
 
 // Condition and Event reasons of delivery, on the Canary.
 const (
-	// ConditionDelivered is the Canary's condition for its notifications: False while a
-	// delivery fails (it is retried with backoff), True once a delivery succeeds after one
-	// failed. A Canary whose notifications never failed does not carry it.
-	ConditionDelivered = "NotificationsDelivered"
-	// ReasonDeliveryFailed: the last attempt of a delivery failed; the message names the
-	// trigger, the service and what went wrong (never a secret).
-	ReasonDeliveryFailed = "DeliveryFailed"
-	// ReasonDelivered: every pending notification was delivered.
-	ReasonDelivered = "Delivered"
-	// EventSent is the Normal Event of a delivered notification.
-	EventSent = "NotificationSent"
-	// EventFailed is the Warning Event of a failed attempt.
-	EventFailed = "NotificationFailed"
+	ConditionDelivered   = v1alpha1.ConditionNotificationsDelivered
+	ReasonDeliveryFailed = v1alpha1.ReasonNotificationFailed
+	ReasonDelivered      = v1alpha1.ReasonNotificationsDelivered
+	EventSent            = v1alpha1.EventNotificationSent
+	EventFailed          = v1alpha1.EventNotificationFailed
 )
