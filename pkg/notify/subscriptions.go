@@ -78,13 +78,3 @@ func recipients(v string) []string {
 	}
 	return out
 }
-
-// HasSubscriptions reports whether annotations hold any subscription.
-func HasSubscriptions(annotations map[string]string) bool {
-	for k := range annotations {
-		if strings.HasPrefix(k, SubscribePrefix) {
-			return true
-		}
-	}
-	return false
-}
