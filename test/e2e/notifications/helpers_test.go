@@ -240,10 +240,30 @@ func intOrPercent(n int) intstr.IntOrString { return intstr.FromInt32(int32(n)) 
 // which is the agent's namespace too (the ConfigMap and Secret are there). The test fails on
 // an error the notifications controller logged; the canary controller's are only logged, as
 // its own tests do.
-func startAgent(e *e2eenv.Env) {
+func startAgent(e *e2eenv.Env) *agentproc.Agent {
 	e.T.Helper()
 	a := e.StartAgentLoggingErrors("canary,notifications", "--leader-elect-namespace="+e.NS)
 	e.T.Cleanup(func() { checkNotificationErrors(e.T, a) })
+	return a
+}
+
+// checkNoSecret fails the test when the agent's log or the namespace's Events show a value of
+// the Secret (every one holds "s3cret") or the receiver's address.
+func checkNoSecret(e *e2eenv.Env, rc *receiver, a *agentproc.Agent) {
+	e.T.Helper()
+	host := strings.TrimPrefix(rc.srv.URL, "http://")
+	if a != nil && (strings.Contains(a.Log(), "s3cret") || strings.Contains(a.Log(), host)) {
+		e.T.Errorf("the agent's log shows a secret or the receiver's address")
+	}
+	events, err := e.Kube.CoreV1().Events(e.NS).List(e.Ctx, metav1.ListOptions{})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if strings.Contains(ev.Message, "s3cret") || strings.Contains(ev.Message, host) {
+			e.T.Errorf("Event %s shows a secret or the receiver's address: %s", ev.Reason, ev.Message)
+		}
+	}
 }
 
 // checkNotificationErrors fails the test on an error line of the notifications controller.

@@ -54,4 +54,5 @@ func TestNewLeaderDeliversOnce(t *testing.T) {
 		t.Errorf("%d requests, %d accepted, ids %v: want one accepted and one id for every attempt", len(reqs), accepted, ids)
 	}
 	checkNotificationErrors(t, second)
+	checkNoSecret(e, rc, second)
 }

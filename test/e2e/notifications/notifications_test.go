@@ -34,7 +34,7 @@ func TestReleaseNotifications(t *testing.T) {
 		}
 		return false
 	})
-	startAgent(e)
+	agent := startAgent(e)
 	release(e, "web", "nginx:1.27", 0, map[string]string{"on-step-started.hook": "", "on-paused.hook": "", "on-rolled-back.hook": ""},
 		[]v1alpha1.AnalysisCheck{jobCheck("example.com/smoke:job-fail")},
 		v1alpha1.CanaryStep{Replicas: intOrPercent(1), Pause: &v1alpha1.CanaryPause{}},
@@ -78,6 +78,7 @@ func TestReleaseNotifications(t *testing.T) {
 		t.Errorf("the webhook accepted %v, want %v", got, want)
 	}
 	checkShapes(t, rc.requests())
+	checkNoSecret(e, rc, agent)
 	for _, r := range rc.requests() {
 		if r.Service == "hook" && r.Trigger() == notify.OnPaused && r.Body["command"] != "kubectl workload promote canary/web -n "+e.NS {
 			t.Errorf("on-paused names command %v", r.Body["command"])
