@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
+	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 	"github.com/kubectl-workload/kubectl-workload/pkg/notify"
 )
 
@@ -269,6 +270,7 @@ func TestNewLeaderDoesNotResend(t *testing.T) {
 // the condition turns False at the first failure and True once delivered; one delivery.
 func TestFailingReceiverRetriesWithBackoff(t *testing.T) {
 	h := newHook(t, 3)
+	failedBefore, sentBefore := attempts(t, "failed"), attempts(t, "sent")
 	f := newFixture(t, pausedCanary(map[string]string{notify.SubscribePrefix + "on-paused.hook": ""}), h, nil)
 	f.sync(getNamespace, getConfig, getSecret, applyStatus)
 	c := meta.FindStatusCondition(f.stored().Status.Conditions, notify.ConditionDelivered)
@@ -303,6 +305,33 @@ func TestFailingReceiverRetriesWithBackoff(t *testing.T) {
 	}
 	f.sync(getNamespace)
 	f.sync()
+	if failed, sent := attempts(t, "failed")-failedBefore, attempts(t, "sent")-sentBefore; failed != 3 || sent != 1 {
+		t.Errorf("workload_agent_notifications_total: %v failed, %v sent; want 3 and 1", failed, sent)
+	}
+}
+
+// attempts reads workload_agent_notifications_total{trigger="on-paused",service="hook",result}.
+func attempts(t *testing.T, result string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != "workload_agent_notifications_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["trigger"] == notify.OnPaused && labels["service"] == "hook" && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // A frozen ex-leader sends nothing: the fence is checked before each send.

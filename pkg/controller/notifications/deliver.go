@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 	"github.com/kubectl-workload/kubectl-workload/pkg/notify"
 )
 
@@ -132,7 +133,9 @@ func (c *Controller) send(ctx context.Context, cfg *notify.Config, cn *v1alpha1.
 	if err := c.checkFence(); err != nil {
 		return err
 	}
-	if err := cfg.Deliver(ctx, c.http, d.to, m); err != nil {
+	err = cfg.Deliver(ctx, c.http, d.to, m)
+	metrics.ObserveNotification(d.fired.Trigger.Name, d.to.Service, err)
+	if err != nil {
 		if ferr := c.checkFence(); ferr != nil {
 			return ferr
 		}
