@@ -42,7 +42,8 @@ func (c *Controller) failed(ctx context.Context, cn *v1alpha1.Canary, st *canary
 	return nil
 }
 
-// settled clears a failure: every notification owed was delivered.
+// settled clears a failure: every notification owed was delivered, or is no longer owed (its
+// trigger stopped firing).
 func (c *Controller) settled(ctx context.Context, cn *v1alpha1.Canary, st *canaryState) error {
 	c.mu.Lock()
 	st.attempts, st.retryAt = 0, time.Time{}
@@ -52,7 +53,7 @@ func (c *Controller) settled(ctx context.Context, cn *v1alpha1.Canary, st *canar
 	if !failing && (cond == nil || cond.Status == metav1.ConditionTrue) {
 		return nil
 	}
-	if err := c.applyCondition(ctx, cn, metav1.ConditionTrue, notify.ReasonDelivered, "every notification owed was delivered"); err != nil {
+	if err := c.applyCondition(ctx, cn, metav1.ConditionTrue, notify.ReasonDelivered, "every notification owed was delivered (or its event is over)"); err != nil {
 		return err
 	}
 	c.mu.Lock()

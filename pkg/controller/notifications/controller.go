@@ -146,6 +146,14 @@ func (c *Controller) sync(ctx context.Context, key base.Key) error {
 		}
 	}
 	if len(pending) == 0 {
+		// A failing notification whose event is over (a pause promoted meanwhile) is not
+		// sent late: the condition stops saying it fails.
+		c.mu.Lock()
+		failing := st.failing != ""
+		c.mu.Unlock()
+		if failing {
+			return c.settled(ctx, cached, st)
+		}
 		return nil
 	}
 	d, err := c.deliveries(ctx, cached, st, pending)

@@ -378,3 +378,24 @@ func drain(r *record.FakeRecorder) []string {
 		}
 	}
 }
+
+// A notification that fails until its event is over (the pause promoted) is not sent late, and
+// the condition stops saying it fails.
+func TestFailingNotificationOfAnEventOver(t *testing.T) {
+	h := newHook(t, 100)
+	f := newFixture(t, pausedCanary(map[string]string{notify.SubscribePrefix + "on-paused.hook": ""}), h, nil)
+	f.sync(getNamespace, getConfig, getSecret, applyStatus)
+	promoted := f.stored().DeepCopy()
+	promoted.Status.Phase = v1alpha1.CanaryProgressing
+	promoted.Status.Conditions[0].Status, promoted.Status.Conditions[0].Reason = metav1.ConditionTrue, v1alpha1.ReasonBatchUpgrading
+	if err := f.client.Tracker().Update(canariesGVR, promoted, ns); err != nil {
+		t.Fatal(err)
+	}
+	f.sync(applyStatus) // on-paused no longer fires; on-step-started of step 1 was handled (nobody subscribes)
+	if c := meta.FindStatusCondition(f.stored().Status.Conditions, notify.ConditionDelivered); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("condition %+v", c)
+	}
+	if len(h.received()) != 0 {
+		t.Errorf("received %v", h.received())
+	}
+}
