@@ -42,6 +42,7 @@ func TestAgentManifests(t *testing.T) {
 	objs := mustAgent(t)
 	want := []string{"Namespace/workload-system", "ServiceAccount/workload-agent", "ClusterRole/workload-agent",
 		"ClusterRoleBinding/workload-agent", "Role/workload-agent-leader-election", "RoleBinding/workload-agent-leader-election",
+		"Role/workload-agent-notifications", "RoleBinding/workload-agent-notifications",
 		"Service/workload-agent-metrics", "Deployment/workload-agent"}
 	if len(objs) != len(want) {
 		t.Errorf("got %d objects, want %d", len(objs), len(want))

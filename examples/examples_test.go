@@ -155,6 +155,10 @@ func decodeStrict(t *testing.T, file string, doc []byte) string {
 		into = &appsv1.DaemonSet{}
 	case "Service":
 		into = &corev1.Service{}
+	case "ConfigMap":
+		into = &corev1.ConfigMap{}
+	case "Secret":
+		into = &corev1.Secret{}
 	case "HTTPRoute":
 		into = &gatewayv1.HTTPRoute{}
 	default:

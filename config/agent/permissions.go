@@ -1,6 +1,6 @@
 // Package agent lists the API permissions the workload-agent needs, one per call it makes, with
 // the code that makes it. It is the reviewed counterpart of the RBAC manifests beside it
-// (cluster_role.yaml, leader_election.yaml):
+// (cluster_role.yaml, leader_election.yaml, notifications.yaml):
 //
 //   - permissions_test.go checks that those manifests grant exactly this list (no cluster needed);
 //   - test/e2e/rbac runs the agent as its ServiceAccount with exactly those manifests on the local
@@ -72,16 +72,17 @@ const (
 	informerWatch = "informer: watch"
 )
 
-// Permissions is every permission the agent needs: what cluster_role.yaml and
-// leader_election.yaml grant, no more.
+// Permissions is every permission the agent needs: what cluster_role.yaml, leader_election.yaml
+// and notifications.yaml grant, no more.
 var Permissions = []Permission{
 	// TApps: the TApp controller's objects, and the UnitedDeployment controller's TApp subsets.
+	{workloads, "tapps", "get", "", "canary: releaseTargetHold reads a targeted TApp from the API server as its Canary is deleted (inplace_tapp.go latest)"},
 	{workloads, "tapps", "list", "", informerList + " (pkg/controller/tapp, pkg/controller/uniteddeployment)"},
 	{workloads, "tapps", "watch", "", informerWatch},
 	{workloads, "tapps", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset TApp"},
 	{workloads, "tapps", "update", "", "uniteddeployment: subsetKind.Update (kinds.go) of a subset TApp (subset template, replicas, partition); tapp: pruneTemplates (autoDeleteUnusedTemplate)"},
 	{workloads, "tapps", "delete", "", "uniteddeployment: subsetKind.Delete (kinds.go) of a subset TApp removed from the topology"},
-	{workloads, "tapps", "patch", "", "canary: the partition of a targeted TApp (merge patch), and its templates written back from a ControllerRevision on abort (JSON patch, target_tapp.go)"},
+	{workloads, "tapps", "patch", "", "canary: the partition of a targeted TApp (merge patch), and its templates written back from a ControllerRevision on abort (JSON patch, inplace_tapp.go)"},
 	{workloads, "tapps/status", "update", "", "tapp: updateStatus"},
 	{workloads, "tapps/finalizers", "update", "", "tapp: pods and claims are created with a blocking controller reference to their TApp (OwnerReferencesPermissionEnforcement admission)"},
 
@@ -96,12 +97,13 @@ var Permissions = []Permission{
 	// Canaries.
 	{workloads, "canaries", "list", "", informerList},
 	{workloads, "canaries", "watch", "", informerWatch},
-	{workloads, "canaries", "patch", "", "canary: addFinalizer, finalize (removes it), and the stable snapshot annotation (ensureSnapshot)"},
+	{workloads, "canaries", "patch", "", "canary: addFinalizer, finalize (removes it), and the stable snapshot annotation (ensureSnapshot); notifications: the record of sent notifications (annotation notifications.apps.workload.dev/sent, Controller.record)"},
 	{workloads, "canaries/status", "update", "", "canary: status update at the end of a sync"},
+	{workloads, "canaries/status", "patch", "", "notifications: the NotificationsDelivered condition while a delivery fails and once it recovers (server-side apply of that one condition, applyCondition)"},
 	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
-	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, target_daemonset.go)"},
+	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go)"},
 	{core, "pods", "watch", "", informerWatch},
 	{core, "pods", "create", "", "tapp: createInstance"},
 	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},
@@ -114,6 +116,10 @@ var Permissions = []Permission{
 	{core, "persistentvolumeclaims", "list", "", informerList + " (managed-by label)"},
 	{core, "persistentvolumeclaims", "watch", "", informerWatch},
 	{core, "persistentvolumeclaims", "create", "", "tapp: createInstance, a claim of volumeClaimTemplates"},
+
+	// Namespaces: a Canary's subscriptions may come from its namespace's annotations (per-namespace
+	// defaults); read when one of its triggers fires, not watched.
+	{core, "namespaces", "get", "", "notifications: deliveries reads a Canary's namespace for its subscription annotations"},
 
 	// Nodes.
 	{core, "nodes", "get", "", "tapp: forceDeleteStuck reads the node of a pod stuck terminating (forceDeletePod)"},
@@ -132,7 +138,7 @@ var Permissions = []Permission{
 	{apps, "statefulsets", "patch", "", "canary: the partition of a targeted StatefulSet, and its template written back from a ControllerRevision on abort (target.go)"},
 	{apps, "statefulsets", "get", "", "canary: releaseHold reads a targeted StatefulSet from the API server as its Canary is deleted"},
 
-	// DaemonSets: the ones Canaries target (target_daemonset.go), each watched by name.
+	// DaemonSets: the ones Canaries target (inplace_daemonset.go), each watched by name.
 	{apps, "daemonsets", "list", "", "canary: the watch of each DaemonSet a Canary targets (fieldSelector metadata.name)"},
 	{apps, "daemonsets", "watch", "", informerWatch + " (canary: the watch of each targeted DaemonSet)"},
 	{apps, "daemonsets", "patch", "", "canary: the hold of a targeted DaemonSet (updateStrategy OnDelete, its partition annotation), its template written back from a ControllerRevision on abort, its updateStrategy written back as its Canary is deleted"},
@@ -163,7 +169,7 @@ var Permissions = []Permission{
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).
-	{apps, "controllerrevisions", "list", "", informerList + "; canary: the revisions of a targeted DaemonSet (label selector, target_daemonset.go)"},
+	{apps, "controllerrevisions", "list", "", informerList + "; canary: the revisions of a targeted DaemonSet (label selector, inplace_daemonset.go)"},
 	{apps, "controllerrevisions", "watch", "", informerWatch},
 	{apps, "controllerrevisions", "get", "", "revision.History.Create: the name is taken (AlreadyExists), a hash collision or a lagging cache; canary: restoreRevision, restoreTAppRevision and a DaemonSet target's write read a targeted StatefulSet's, TApp's or DaemonSet's stable revision"},
 	{apps, "controllerrevisions", "create", "", "revision.History.Create"},
@@ -174,4 +180,10 @@ var Permissions = []Permission{
 	{"coordination.k8s.io", "leases", "get", Namespace, "leader election: read the Lease"},
 	{"coordination.k8s.io", "leases", "create", Namespace, "leader election: the first agent creates the Lease"},
 	{"coordination.k8s.io", "leases", "update", Namespace, "leader election: acquire, renew and release the Lease"},
+
+	// Notifications (notifications.yaml), in the agent's namespace only: the ConfigMap of services,
+	// templates and triggers and the Secret of their credentials, read when a notification is to
+	// be sent (no informer: nothing of them stays in the agent's memory).
+	{core, "configmaps", "get", Namespace, "notifications: Controller.config reads the ConfigMap workload-notifications"},
+	{core, "secrets", "get", Namespace, "notifications: Controller.config reads the Secret workload-notifications-secret ($key values of the services)"},
 }

@@ -563,6 +563,8 @@ func (a *Agent) initControllers(ctx context.Context, factories *Factories, recor
 		Informers:        factories.Workloads,
 		EventRecorder:    recorder,
 		Namespace:        a.opts.Namespace,
+		AgentNamespace:   a.opts.LeaderElectNamespace,
+		Fence:            a.clients.Fence,
 		Workers:          a.opts.Workers,
 		ResyncPeriod:     a.opts.ResyncPeriod,
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/canary"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/notifications"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/tapp"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/uniteddeployment"
 )
@@ -18,6 +19,7 @@ import (
 // Controllers are constructed and started in name order.
 var Controllers = map[string]InitFunc{
 	"canary":           canary.Init,
+	"notifications":    notifications.Init,
 	"tapp":             tapp.Init,
 	"uniteddeployment": uniteddeployment.Init,
 }

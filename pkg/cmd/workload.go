@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/install"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/instance"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/list"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/notify"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/pause"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/promote"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/retry"
@@ -61,6 +62,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		promote.NewCmdPromote(f, streams),
 		abort.NewCmdAbort(f, streams),
 		retry.NewCmdRetry(f, streams),
+		notify.NewCmdNotify(f, streams),
 		instance.NewCmdKillInstance(f, streams),
 		instance.NewCmdStartInstance(f, streams),
 		setpartition.NewCmdSetPartition(f, streams),

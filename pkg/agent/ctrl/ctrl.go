@@ -28,6 +28,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
@@ -76,6 +77,12 @@ type Context struct {
 
 	// Namespace is the namespace the agent is scoped to; empty means all namespaces.
 	Namespace string
+	// AgentNamespace is the namespace the agent runs in (its Lease's): where the notifications
+	// controller reads its ConfigMap and Secret.
+	AgentNamespace string
+	// Fence is the agent's write fence. The API clients obey it already; a controller that
+	// writes elsewhere (notifications over HTTP) sends through Fence.Transport.
+	Fence *fence.Fence
 	// Workers is the number of workers each controller should run (--workers). It is also passed
 	// to Controller.Run.
 	Workers int

@@ -27,7 +27,8 @@ var installText = verb.Text{
 		Install the CustomResourceDefinitions of TApp, UnitedDeployment and Canary and the
 		workload-agent that runs them: the workload-system namespace, the agent's
 		ServiceAccount, ClusterRole and ClusterRoleBinding, a Role for its leader election
-		Lease, its Deployment and a metrics Service. These are the manifests of config/ in the
+		Lease and one to read its notification ConfigMap and Secret, its Deployment and a
+		metrics Service. These are the manifests of config/ in the
 		repository, embedded in the plugin.
 
 		Objects are applied with server-side apply (field manager kubectl-workload), so running

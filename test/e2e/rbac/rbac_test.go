@@ -80,6 +80,7 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("CanaryTargetTApp", e.canaryTargetTAppScenario)             // target_tapp_test.go
 	t.Run("CanaryDeploymentTarget", e.canaryDeploymentTargetScenario) // deployment_target_test.go
 	t.Run("CanaryDaemonSet", e.canaryDaemonSetScenario)               // target_daemonset_test.go
+	t.Run("CanaryNotifications", e.canaryNotificationsScenario)       // notifications_test.go
 	if err := agent.Stop(); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}
