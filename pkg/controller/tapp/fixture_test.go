@@ -22,6 +22,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
@@ -73,7 +74,7 @@ func newFixture(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*corev1.Pod, pv
 // recordedRevision is the ControllerRevision numbered n of tp's current templates.
 func recordedRevision(t *testing.T, tp *appsv1alpha1.TApp, n int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := revisionData(tp)
+	data, err := revisiondata.EncodeTApp(&tp.Spec)
 	must(t, err)
 	rev := revision.New(tp, controllerKind, revisionLabels(tp), data, n, tp.Status.CollisionCount)
 	rev.UID = types.UID("uid-" + rev.Name)

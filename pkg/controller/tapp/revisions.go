@@ -2,16 +2,15 @@ package tapp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 )
@@ -24,17 +23,6 @@ const defaultRevisionHistoryLimit = 10
 // filtered informer sees them, and the TApp's name, so that a list selects one TApp's history.
 func revisionLabels(t *appsv1alpha1.TApp) map[string]string {
 	return map[string]string{appsv1alpha1.LabelManagedBy: appsv1alpha1.ManagedByAgent, appsv1alpha1.LabelTAppName: t.Name}
-}
-
-// revisionData is what a TApp's revision holds: a patch restoring spec.template and
-// spec.templatePool, the templates an instance can run (which instance runs which template is
-// not part of it).
-func revisionData(t *appsv1alpha1.TApp) ([]byte, error) {
-	spec := struct {
-		Template     corev1.PodTemplateSpec            `json:"template"`
-		TemplatePool map[string]corev1.PodTemplateSpec `json:"templatePool,omitempty"`
-	}{t.Spec.Template, t.Spec.TemplatePool}
-	return json.Marshal(map[string]any{"spec": spec})
 }
 
 // listRevisions returns the ControllerRevisions controlled by t, from the cache.
@@ -67,7 +55,9 @@ func computeRevisionPlan(t *appsv1alpha1.TApp, revisions []*appsv1.ControllerRev
 	if t.Status.CollisionCount != nil {
 		rp.collisionCount = *t.Status.CollisionCount
 	}
-	data, err := revisionData(t)
+	// A revision holds the templates an instance can run (which instance runs which template
+	// is not part of it).
+	data, err := revisiondata.EncodeTApp(&t.Spec)
 	if err != nil {
 		return rp, err
 	}
