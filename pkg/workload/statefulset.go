@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -18,7 +20,16 @@ var StatefulSet = Kind{Name: "StatefulSet", Short: "sts",
 	Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
 	aliases:  []string{"statefulset", "statefulsets", "statefulsets.apps"}, helper: statefulSetKind{}}
 
-type statefulSetKind struct{}
+// statefulSetKind's history is the ControllerRevisions the StatefulSet controller records.
+type statefulSetKind struct{ podTemplateHistory }
+
+func (statefulSetKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return selectedRevisions(ctx, client, namespace, ref, obj)
+}
+
+func (statefulSetKind) statusRevision(obj *unstructured.Unstructured, _ []Revision) string {
+	return statusString(obj, "updateRevision")
+}
 
 func (statefulSetKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	return statusOf(obj, statefulSetRollout)

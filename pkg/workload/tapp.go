@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -19,7 +22,9 @@ var TApp = Kind{Name: "TApp", Short: "tapp",
 	Resource: v1alpha1.SchemeGroupVersion.WithResource("tapps"),
 	aliases:  []string{"tapps", "tapps.apps.workload.dev"}, helper: tappKind{}}
 
-type tappKind struct{}
+// tappKind's history is the ControllerRevisions the agent records of spec.template and
+// spec.templatePool.
+type tappKind struct{ podTemplateHistory }
 
 func (tappKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) { return tappStatus(obj) }
 
@@ -45,6 +50,15 @@ func tappWanted(t *v1alpha1.TApp) int32 {
 		}
 	}
 	return wanted
+}
+
+func (tappKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return controllerRevisionHistory(ctx, client, namespace, ref, obj,
+		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent, v1alpha1.LabelTAppName: obj.GetName()}).String())
+}
+
+func (tappKind) statusRevision(obj *unstructured.Unstructured, _ []Revision) string {
+	return statusString(obj, "updateRevision")
 }
 
 func (tappKind) PausedPath() []string { return []string{"spec", "updateStrategy", "paused"} }
