@@ -161,20 +161,12 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		root.Children = append(root.Children, batches)
 	}
 	root.Children = append(root.Children, canaryTrafficNodes(&c)...) // canary_traffic.go
-	if ref := c.Spec.TargetRef; ref != nil && ref.Kind == Deployment.Name {
-		nodes, err := t.deploymentTargetNodes(&c) // canary_deployment_target.go
+	if c.Spec.TargetRef != nil {
+		nodes, err := t.targetNodes(&c) // canary_target.go
 		if err != nil {
 			return nil, err
 		}
 		root.Children = append(root.Children, nodes...)
-		return root, nil
-	}
-	if c.Spec.TargetRef != nil {
-		n, err := t.targetNode(&c) // canary_target.go
-		if err != nil {
-			return nil, err
-		}
-		root.Children = append(root.Children, n)
 		return root, nil
 	}
 	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {

@@ -30,6 +30,18 @@ func (daemonSetKind) revisions(ctx context.Context, client dynamic.Interface, na
 	return selectedRevisions(ctx, client, namespace, ref, obj)
 }
 
+// targetNodes is the DaemonSet a Canary releases, its revisions named by the Canary's status.
+func (daemonSetKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	n, err := t.targetDaemonSet(c)
+	return targetLine(DaemonSet, c, n, err)
+}
+
+// targetCounts: a DaemonSet has no partition; the agent keeps that many pods on the stable
+// revision.
+func (daemonSetKind) targetCounts(c *v1alpha1.Canary) string {
+	return inPlaceCounts(c, fmt.Sprintf("%d kept on the stable revision", c.Status.Target.Partition), "held with updateStrategy OnDelete")
+}
+
 // statusRevision is none: a DaemonSet's status names no revision.
 func (daemonSetKind) statusRevision(*unstructured.Unstructured, []Revision) string { return "" }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -26,7 +27,13 @@ var UnitedDeployment = Kind{Name: "UnitedDeployment", Short: "ud",
 
 // unitedDeploymentKind's history is the ControllerRevisions the agent records of its
 // spec.template, a subset template.
-type unitedDeploymentKind struct{}
+type unitedDeploymentKind struct{ partitionTarget }
+
+// targetNodes is the UnitedDeployment a Canary releases through its subsets' partitions.
+func (unitedDeploymentKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	n, err := t.targetObject(UnitedDeployment, c.Spec.TargetRef.Name)
+	return targetLine(UnitedDeployment, c, n, err)
+}
 
 func (unitedDeploymentKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
 	return controllerRevisionHistory(ctx, client, namespace, ref, obj,
@@ -264,7 +271,7 @@ func setSubsetPartitions(ref Ref, obj *unstructured.Unstructured, args []string)
 	for _, s := range ud.Status.SubsetStatuses {
 		replicas[s.Name] = s.Replicas
 	}
-	current := Partitions(ud)
+	current := partition.Subsets(ud)
 	want := map[string]int32{}
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")
