@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -23,21 +22,6 @@ const defaultRevisionHistoryLimit = 10
 // filtered informer sees them, and the TApp's name, so that a list selects one TApp's history.
 func revisionLabels(t *appsv1alpha1.TApp) map[string]string {
 	return map[string]string{appsv1alpha1.LabelManagedBy: appsv1alpha1.ManagedByAgent, appsv1alpha1.LabelTAppName: t.Name}
-}
-
-// listRevisions returns the ControllerRevisions controlled by t, from the cache.
-func (c *Controller) listRevisions(t *appsv1alpha1.TApp) ([]*appsv1.ControllerRevision, error) {
-	all, err := c.revisionLister.ControllerRevisions(t.Namespace).List(labels.SelectorFromSet(revisionLabels(t)))
-	if err != nil {
-		return nil, err
-	}
-	var out []*appsv1.ControllerRevision
-	for _, r := range all {
-		if metav1.IsControlledBy(r, t) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // revisionPlan is what keeping a TApp's history takes: the step that makes the revision of the
@@ -88,7 +72,7 @@ type revisionResult struct {
 // syncRevisions records the TApp's current templates as its updated revision and deletes the
 // revisions beyond revisionHistoryLimit.
 func (c *Controller) syncRevisions(ctx context.Context, t *appsv1alpha1.TApp) revisionResult {
-	revisions, err := c.listRevisions(t)
+	revisions, err := revision.ListOwned(c.revisionLister, t, labels.SelectorFromSet(revisionLabels(t)))
 	if err != nil {
 		return revisionResult{err: err}
 	}
