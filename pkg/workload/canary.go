@@ -10,7 +10,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// Canary is the kind that moves a Deployment's pods to a new template in batches.
+// Canary is the kind that releases a new template in steps: from a stable to a canary
+// Deployment, or of its spec.targetRef (in place, or for a Deployment through a temporary canary
+// Deployment).
 var Canary = Kind{Name: "Canary", Short: "canary",
 	Resource: v1alpha1.SchemeGroupVersion.WithResource("canaries"),
 	aliases:  []string{"canaries", "canaries.apps.workload.dev"}, helper: canaryKind{}}
