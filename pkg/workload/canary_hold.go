@@ -90,24 +90,12 @@ func canaryAt(c *v1alpha1.Canary) string {
 	return strings.TrimSpace(fmt.Sprintf("%s at %s %d of %d", st.Phase, stepWord(c), st.CurrentBatch, len(st.Batches)))
 }
 
-// RefuseHeldDeployment refuses a change of the pod template of a Deployment a Canary
-// releases as its stable or canary Deployment: the Deployment would roll every pod with its
-// own strategy, past the Canary's steps, pauses and checks (and a rollback would undo it). It
-// names the way that goes through the Canary. A Deployment a Canary targets (spec.targetRef)
-// is not refused: the Canary holds it paused, and a change of its template is how its next
-// release starts.
-func RefuseHeldDeployment(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, verb string) error {
-	if _, ok := ref.Kind.helper.(canaryPaired); !ok {
-		return nil
-	}
-	_, err := HeldTarget(ctx, client, namespace, ref, verb)
-	return err
-}
-
-// HeldTarget refuses, as RefuseHeldDeployment does, a template change of a Deployment a Canary
-// releases as its stable or canary Deployment, and returns the Canary that targets ref when one
-// does (a workload released in place, whose template change is its next release), with one
-// look-up of the Canaries.
+// HeldTarget refuses a change of the pod template of a Deployment a Canary releases as its
+// stable or canary Deployment: the Deployment would roll every pod with its own strategy, past
+// the Canary's steps, pauses and checks (and a rollback would undo it); the error names the way
+// that goes through the Canary. It returns the Canary that targets ref when one does (a workload
+// released in place, whose template change is its next release), with one look-up of the
+// Canaries.
 func HeldTarget(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, verb string) (*Holder, error) {
 	h, err := CanaryHolding(ctx, client, namespace, ref)
 	if err != nil || h == nil || h.Role == "target" {
@@ -135,7 +123,7 @@ func RefuseHeldPartition(ctx context.Context, client dynamic.Interface, namespac
 
 // UndoHolder is, for a kind a Canary holds paused when it targets it (a Deployment), the Canary
 // that targets ref: the template undo writes back is then its next release. A Deployment a
-// Canary scales as its stable or canary one is refused, as RefuseHeldDeployment does.
+// Canary scales as its stable or canary one is refused, as HeldTarget does.
 func UndoHolder(ctx context.Context, client dynamic.Interface, namespace string, ref Ref) (*Holder, error) {
 	if _, ok := ref.Kind.helper.(canaryPaired); !ok {
 		return nil, nil

@@ -97,13 +97,6 @@ func revisionName(t *testing.T, ud *appsv1alpha1.UnitedDeployment) string {
 	return revision.Name(ud.Name, revision.Hash(data, nil))
 }
 
-// podSpecOf returns the pod template of a written workload.
-func podSpecOf(t *testing.T, o runtime.Object) (*corev1.PodTemplateSpec, int32) {
-	t.Helper()
-	tmpl, replicas, _ := podTemplateOf(o.(metav1.Object))
-	return tmpl, replicas
-}
-
 func partitionOfObject(o runtime.Object) int32 {
 	switch w := o.(type) {
 	case *appsv1.StatefulSet:
