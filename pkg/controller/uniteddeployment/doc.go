@@ -18,7 +18,7 @@
 //     of spec.template; once that revision exists, planSubsets decides which workloads to
 //     create, update (built in full, written only when they differ) and delete, what is held
 //     and which old revisions go.
-//   - writes (execute.go): the revision, then creates, updates and deletes under expectations
+//   - writes (execute.go, planAndWrite): the revision, then creates, updates and deletes under expectations
 //     (the next sync waits until the cache shows them), then old revisions; every write the API
 //     server refuses is recorded as a failure with the server's message and an Event.
 //   - status (status.go, pure): computeStatus from the observation and what the sync did;
