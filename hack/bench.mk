@@ -1,4 +1,4 @@
-# Benchmarks on the local control plane (DESIGN.md §6; issues 4, 5 and 7): test/bench.
+# Benchmarks on the local control plane (bench/RESULTS.md; issues 4, 5 and 7): test/bench.
 # Included by the root Makefile, which provides `build` (bin/kubectl-workload and
 # bin/workload-agent); cluster-bins comes from hack/cluster.mk.
 #

@@ -26,10 +26,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	workloadscheme "github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/scheme"
@@ -557,11 +559,11 @@ func (a *Agent) initControllers(ctx context.Context, factories *Factories, recor
 		Client:           a.clients.Client,
 		GatewayClient:    a.clients.Gateway,
 		GatewayInformers: factories.Gateway,
-		KubeInformers:    factories.Kube,
 		ManagedInformers: factories.Managed,
 		ManagedSelector:  ManagedSelector,
 		Informers:        factories.Workloads,
 		EventRecorder:    recorder,
+		Clock:            clock.RealClock{},
 		Namespace:        a.opts.Namespace,
 		AgentNamespace:   a.opts.LeaderElectNamespace,
 		Fence:            a.clients.Fence,

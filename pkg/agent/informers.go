@@ -92,9 +92,6 @@ func trimContainers(cs []corev1.Container) {
 
 // Factories are the shared informer factories the controllers share.
 type Factories struct {
-	// Kube is for native objects the agent references without creating them, scoped to the
-	// namespace, unfiltered: each informer from it caches its whole kind.
-	Kube informers.SharedInformerFactory
 	// Managed is for native objects the agent created (they carry the managed-by label), scoped
 	// to the namespace.
 	Managed informers.SharedInformerFactory
@@ -128,14 +125,12 @@ func servesHTTPRoutes(kube kubernetes.Interface) bool {
 	return false
 }
 
-// NewFactories builds the three informer factories, all with the StripManagedFields transform;
+// NewFactories builds the informer factories of native objects the agent created and of its own
+// kinds, all with the StripManagedFields transform;
 // the managed one also trims pods (TrimPods).
 // namespace empty means all namespaces.
 func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespace string, resync time.Duration) *Factories {
 	return &Factories{
-		Kube: informers.NewSharedInformerFactoryWithOptions(kube, resync,
-			informers.WithNamespace(namespace),
-			informers.WithTransform(StripManagedFields)),
 		Managed: informers.NewSharedInformerFactoryWithOptions(kube, resync,
 			informers.WithNamespace(namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
@@ -148,7 +143,6 @@ func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespa
 
 // Start starts every informer requested so far. Informers requested later need another Start.
 func (f *Factories) Start(stop <-chan struct{}) {
-	f.Kube.Start(stop)
 	f.Managed.Start(stop)
 	f.Workloads.Start(stop)
 	if f.Gateway != nil {
@@ -160,11 +154,6 @@ func (f *Factories) Start(stop <-chan struct{}) {
 // the types that did not sync (empty when all did).
 func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
 	var unsynced []string
-	for typ, ok := range f.Kube.WaitForCacheSync(stop) {
-		if !ok {
-			unsynced = append(unsynced, typ.String())
-		}
-	}
 	for typ, ok := range f.Managed.WaitForCacheSync(stop) {
 		if !ok {
 			unsynced = append(unsynced, typ.String()+" (managed)")
@@ -188,7 +177,6 @@ func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
 // Shutdown stops the informers and waits for their goroutines. The stop channel given to Start
 // must be closed first.
 func (f *Factories) Shutdown() {
-	f.Kube.Shutdown()
 	f.Managed.Shutdown()
 	f.Workloads.Shutdown()
 	if f.Gateway != nil {

@@ -30,8 +30,10 @@ import (
 
 var long = templates.LongDesc(`
 		Release advanced workloads: TApp (instances with identity), UnitedDeployment (one
-		service across zones) and Canary (batch release between two Deployments), plus native
-		Deployments and StatefulSets where a verb makes sense.
+		service across zones) and Canary (a release in steps, with pauses, checks and rollback:
+		from a stable to a canary Deployment; of a StatefulSet, TApp, UnitedDeployment or
+		DaemonSet in place; or of a Deployment through a temporary canary Deployment), plus
+		native Deployments, StatefulSets and DaemonSets where a verb makes sense.
 
 		Every verb edits the object with a small, precise patch; the workload-agent running in
 		the cluster does the rest.`)

@@ -10,7 +10,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
-// Canary is the kind that moves a Deployment's pods to a new template in batches.
+// Canary is the kind that releases a new template in steps: from a stable to a canary
+// Deployment, or of its spec.targetRef (in place, or for a Deployment through a temporary canary
+// Deployment).
 var Canary = Kind{Name: "Canary", Short: "canary",
 	Resource: v1alpha1.SchemeGroupVersion.WithResource("canaries"),
 	aliases:  []string{"canaries", "canaries.apps.workload.dev"}, helper: canaryKind{}}
@@ -163,20 +165,12 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		root.Children = append(root.Children, batches)
 	}
 	root.Children = append(root.Children, canaryTrafficNodes(&c)...) // canary_traffic.go
-	if ref := c.Spec.TargetRef; ref != nil && ref.Kind == Deployment.Name {
-		nodes, err := t.deploymentTargetNodes(&c) // canary_deployment_target.go
+	if c.Spec.TargetRef != nil {
+		nodes, err := t.targetNodes(&c) // canary_target.go
 		if err != nil {
 			return nil, err
 		}
 		root.Children = append(root.Children, nodes...)
-		return root, nil
-	}
-	if c.Spec.TargetRef != nil {
-		n, err := t.targetNode(&c) // canary_target.go
-		if err != nil {
-			return nil, err
-		}
-		root.Children = append(root.Children, n)
 		return root, nil
 	}
 	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {

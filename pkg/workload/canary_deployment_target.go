@@ -14,6 +14,17 @@ import (
 // Deployment the Canary owns (v1alpha1.TemporaryCanaryName), which the user's Deployment
 // replaces at the end. Its status.target names the stable and the released templates by hash.
 
+// targetNodes are the Canary's target Deployment and its temporary canary Deployment.
+func (deploymentKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	return t.deploymentTargetNodes(c)
+}
+
+func (deploymentKind) targetCounts(c *v1alpha1.Canary) string { return deploymentTargetCounts(c) }
+
+// canaryPaired: a Canary also names Deployments as its stable and canary workloads
+// (spec.stableRef, spec.canary), and holds a target Deployment paused.
+func (deploymentKind) canaryPaired() {}
+
 // deploymentTargetCounts is the status line's counts of a Canary whose target is a Deployment.
 func deploymentTargetCounts(c *v1alpha1.Canary) string {
 	t, st, name := c.Status.Target, &c.Status, c.Spec.TargetRef.Name

@@ -26,42 +26,59 @@ type Holder struct {
 	Step string
 }
 
-// CanaryHolding finds the Canary of the namespace that names Deployment name as its stable or
-// canary Deployment, or that targets the workload of kind and name (nil when none does, or
+// canaryPaired is a kind a Canary also names as its stable or canary workload (spec.stableRef,
+// spec.canary) and holds paused when it targets it: a Deployment.
+type canaryPaired interface{ canaryPaired() }
+
+// CanaryHolding finds the Canary of the namespace that names ref as its stable or canary
+// workload, or that targets it (nil when none does, when ref is of a kind no Canary releases, or
 // when Canaries are not served here).
-func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace, kind, name string) (*Holder, error) {
+func CanaryHolding(ctx context.Context, client dynamic.Interface, namespace string, ref Ref) (*Holder, error) {
+	if _, ok := ref.Kind.helper.(canaryTarget); !ok {
+		return nil, nil
+	}
+	_, paired := ref.Kind.helper.(canaryPaired)
 	list, err := client.Resource(Canary.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 		return nil, nil // no Canaries here, or not for this user to see: nothing to go through
 	}
 	if err != nil {
-		return nil, fmt.Errorf("looking for a Canary that releases %s %s: %w", kind, name, err)
+		return nil, fmt.Errorf("looking for a Canary that releases %s %s: %w", ref.Kind.Name, ref.Name, err)
 	}
 	for i := range list.Items {
 		var c v1alpha1.Canary
 		if err := fromUnstructured(&list.Items[i], &c); err != nil {
 			continue
 		}
-		if t := c.Spec.TargetRef; t != nil {
-			if t.Kind == kind && t.Name == name {
-				return &Holder{Canary: c.Name, Role: "target", Step: canaryAt(&c)}, nil
-			}
-			if t.Kind == Deployment.Name && kind == Deployment.Name && name == v1alpha1.TemporaryCanaryName(c.Name) {
-				return &Holder{Canary: c.Name, Role: "canary", Target: t.Name, Step: canaryAt(&c)}, nil
-			}
-			continue
-		}
-		if kind != Deployment.Name {
-			continue
-		}
-		switch name {
-		case c.Spec.StableRef.Name:
-			return &Holder{Canary: c.Name, Role: "stable", Step: canaryAt(&c)}, nil
-		case c.Spec.Canary.Name:
-			return &Holder{Canary: c.Name, Role: "canary", Step: canaryAt(&c)}, nil
+		if h := holding(&c, ref, paired); h != nil {
+			return h, nil
 		}
 	}
 	return nil, nil
+}
+
+// holding is what Canary c makes of ref (paired: of a kind a Canary also scales), nil when it
+// does not name it.
+func holding(c *v1alpha1.Canary, ref Ref, paired bool) *Holder {
+	if t := c.Spec.TargetRef; t != nil {
+		switch {
+		case t.Kind == ref.Kind.Name && t.Name == ref.Name:
+			return &Holder{Canary: c.Name, Role: "target", Step: canaryAt(c)}
+		case t.Kind == ref.Kind.Name && paired && ref.Name == v1alpha1.TemporaryCanaryName(c.Name):
+			return &Holder{Canary: c.Name, Role: "canary", Target: t.Name, Step: canaryAt(c)}
+		}
+		return nil
+	}
+	if !paired {
+		return nil
+	}
+	switch ref.Name {
+	case c.Spec.StableRef.Name:
+		return &Holder{Canary: c.Name, Role: "stable", Step: canaryAt(c)}
+	case c.Spec.Canary.Name:
+		return &Holder{Canary: c.Name, Role: "canary", Step: canaryAt(c)}
+	}
+	return nil
 }
 
 // canaryAt is Holder.Step: the Canary's phase and its current step (or batch).
@@ -73,29 +90,14 @@ func canaryAt(c *v1alpha1.Canary) string {
 	return strings.TrimSpace(fmt.Sprintf("%s at %s %d of %d", st.Phase, stepWord(c), st.CurrentBatch, len(st.Batches)))
 }
 
-// RefuseHeldDeployment refuses a change of the pod template of a Deployment a Canary
-// releases as its stable or canary Deployment: the Deployment would roll every pod with its
-// own strategy, past the Canary's steps, pauses and checks (and a rollback would undo it). It
-// names the way that goes through the Canary. A Deployment a Canary targets (spec.targetRef)
-// is not refused: the Canary holds it paused, and a change of its template is how its next
-// release starts.
-func RefuseHeldDeployment(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, verb string) error {
-	if ref.Kind.Name != Deployment.Name {
-		return nil
-	}
-	_, err := HeldTarget(ctx, client, namespace, ref, verb)
-	return err
-}
-
-// HeldTarget refuses, as RefuseHeldDeployment does, a template change of a Deployment a Canary
-// releases as its stable or canary Deployment, and returns the Canary that targets ref when one
-// does (a workload released in place, whose template change is its next release), with one
-// look-up of the Canaries.
+// HeldTarget refuses a change of the pod template of a Deployment a Canary releases as its
+// stable or canary Deployment: the Deployment would roll every pod with its own strategy, past
+// the Canary's steps, pauses and checks (and a rollback would undo it); the error names the way
+// that goes through the Canary. It returns the Canary that targets ref when one does (a workload
+// released in place, whose template change is its next release), with one look-up of the
+// Canaries.
 func HeldTarget(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, verb string) (*Holder, error) {
-	if ref.Kind.Name == Canary.Name {
-		return nil, nil
-	}
-	h, err := CanaryHolding(ctx, client, namespace, ref.Kind.Name, ref.Name)
+	h, err := CanaryHolding(ctx, client, namespace, ref)
 	if err != nil || h == nil || h.Role == "target" {
 		return h, err
 	}
@@ -111,23 +113,20 @@ func HeldTarget(ctx context.Context, client dynamic.Interface, namespace string,
 // (a StatefulSet, TApp or UnitedDeployment): the agent owns that partition (it holds it, then lowers it step by step) and would set
 // it back. It names the verbs that move the release instead.
 func RefuseHeldPartition(ctx context.Context, client dynamic.Interface, namespace string, ref Ref) error {
-	if ref.Kind.Name == Canary.Name {
-		return nil
-	}
-	return refuseHeld(ctx, client, namespace, ref, ref.Kind, func(h *Holder) error {
-		return fmt.Errorf("%s is released in place by canary/%s, which sets its partition step by step: move the release with kubectl workload promote canary/%s (--full for every step) or abort canary/%s",
-			ref, h.Canary, h.Canary, h.Canary)
-	})
-}
-
-// refuseHeld returns refusal's error when ref is of kind and a Canary holds it.
-func refuseHeld(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, kind Kind, refusal func(*Holder) error) error {
-	if ref.Kind.Name != kind.Name {
-		return nil
-	}
-	h, err := CanaryHolding(ctx, client, namespace, ref.Kind.Name, ref.Name)
+	h, err := CanaryHolding(ctx, client, namespace, ref)
 	if err != nil || h == nil {
 		return err
 	}
-	return refusal(h)
+	return fmt.Errorf("%s is released in place by canary/%s, which sets its partition step by step: move the release with kubectl workload promote canary/%s (--full for every step) or abort canary/%s",
+		ref, h.Canary, h.Canary, h.Canary)
+}
+
+// UndoHolder is, for a kind a Canary holds paused when it targets it (a Deployment), the Canary
+// that targets ref: the template undo writes back is then its next release. A Deployment a
+// Canary scales as its stable or canary one is refused, as HeldTarget does.
+func UndoHolder(ctx context.Context, client dynamic.Interface, namespace string, ref Ref) (*Holder, error) {
+	if _, ok := ref.Kind.helper.(canaryPaired); !ok {
+		return nil, nil
+	}
+	return HeldTarget(ctx, client, namespace, ref, "undo of")
 }

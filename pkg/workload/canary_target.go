@@ -13,22 +13,39 @@ import (
 // workload's, changed there (kubectl workload set image sts/x, kubectl set image ds/x), and its
 // progress is the workload's partition and revisions (status.target).
 
+// canaryTarget is a kind a Canary can name in spec.targetRef: released in place through its
+// partition (StatefulSet, TApp, UnitedDeployment) or its update strategy (DaemonSet), or, for a
+// Deployment, held paused and released on a temporary canary Deployment.
+type canaryTarget interface {
+	// targetNodes are the tree's lines of the target c releases.
+	targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error)
+	// targetCounts is the status line's counts of c, whose status.target is observed.
+	targetCounts(c *v1alpha1.Canary) string
+}
+
 // targetCounts is the status line's counts of a Canary with a target.
 func targetCounts(c *v1alpha1.Canary) string {
-	t := c.Status.Target
 	ref := c.Spec.TargetRef
-	if t == nil {
+	k, _ := targetKind(ref.Kind)
+	ct, ok := k.helper.(canaryTarget)
+	if c.Status.Target == nil || !ok {
 		return fmt.Sprintf("%s/%s not observed yet", kindShort(ref.Kind), ref.Name)
 	}
-	if ref.Kind == Deployment.Name {
-		return deploymentTargetCounts(c) // canary_deployment_target.go
-	}
-	// A DaemonSet has no partition: the agent keeps that many pods on the stable revision.
-	held, hold := fmt.Sprintf("partition %d", t.Partition), fmt.Sprintf("held at partition %d", t.Partition)
-	if ref.Kind == DaemonSet.Name {
-		held = fmt.Sprintf("%d kept on the stable revision", t.Partition)
-		hold = "held with updateStrategy OnDelete"
-	}
+	return ct.targetCounts(c)
+}
+
+// partitionTarget is the targetCounts of the kinds a Canary holds at their partition.
+type partitionTarget struct{}
+
+func (partitionTarget) targetCounts(c *v1alpha1.Canary) string {
+	p := c.Status.Target.Partition
+	return inPlaceCounts(c, fmt.Sprintf("partition %d", p), fmt.Sprintf("held at partition %d", p))
+}
+
+// inPlaceCounts are the counts of a target released in place, held saying how its old pods are
+// kept during a release and hold how it is held between releases.
+func inPlaceCounts(c *v1alpha1.Canary, held, hold string) string {
+	t, ref := c.Status.Target, c.Spec.TargetRef
 	if t.UpdateRevision == t.StableRevision {
 		return fmt.Sprintf("%s/%s at revision %s, %d/%d available, %s",
 			kindShort(ref.Kind), ref.Name, t.StableRevision, t.AvailableReplicas, c.Spec.Replicas, hold)
@@ -54,29 +71,25 @@ func targetKind(name string) (Kind, bool) {
 	return Kind{}, false
 }
 
-// targetNode is the tree's line of a Canary's target, with its revisions and pods.
-func (t *treeReader) targetNode(c *v1alpha1.Canary) (*Node, error) {
+// targetNodes are the tree's lines of a Canary's target, with its revisions and pods.
+func (t *treeReader) targetNodes(c *v1alpha1.Canary) ([]*Node, error) {
 	ref := c.Spec.TargetRef
-	k, ok := targetKind(ref.Kind)
-	if !ok || k.helper == nil {
-		return &Node{Name: ref.Kind + "/" + ref.Name, Status: "Unknown", Info: "target of a kind this plugin does not know"}, nil
+	k, _ := targetKind(ref.Kind)
+	ct, ok := k.helper.(canaryTarget)
+	if !ok {
+		return []*Node{{Name: ref.Kind + "/" + ref.Name, Status: "Unknown", Info: "target of a kind this plugin does not know"}}, nil
 	}
-	var n *Node
-	var err error
-	switch k.Name {
-	case StatefulSet.Name:
-		n, err = t.targetStatefulSet(ref.Name)
-	case DaemonSet.Name:
-		n, err = t.targetDaemonSet(c)
-	default:
-		n, err = t.targetObject(k, ref.Name)
-	}
+	return ct.targetNodes(t, c)
+}
+
+// targetLine names a target's subtree n (of kind k) and says what the Canary does with it.
+func targetLine(k Kind, c *v1alpha1.Canary, n *Node, err error) ([]*Node, error) {
 	if n == nil || err != nil {
-		return n, err
+		return nil, err
 	}
-	n.Name = k.Short + "/" + ref.Name
+	n.Name = k.Short + "/" + c.Spec.TargetRef.Name
 	n.Info = "target: " + targetCounts(c)
-	return n, nil
+	return []*Node{n}, nil
 }
 
 // targetStatefulSet is a target StatefulSet's subtree (typed: native objects are read so).

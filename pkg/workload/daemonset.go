@@ -1,19 +1,19 @@
 package workload
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -23,7 +23,27 @@ var DaemonSet = Kind{Name: "DaemonSet", Short: "ds",
 	Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"},
 	aliases:  []string{"daemonset", "daemonsets", "daemonsets.apps"}, helper: daemonSetKind{}}
 
-type daemonSetKind struct{}
+// daemonSetKind's history is the ControllerRevisions the DaemonSet controller records.
+type daemonSetKind struct{ podTemplateHistory }
+
+func (daemonSetKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return selectedRevisions(ctx, client, namespace, ref, obj)
+}
+
+// targetNodes is the DaemonSet a Canary releases, its revisions named by the Canary's status.
+func (daemonSetKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	n, err := t.targetDaemonSet(c)
+	return targetLine(DaemonSet, c, n, err)
+}
+
+// targetCounts: a DaemonSet has no partition; the agent keeps that many pods on the stable
+// revision.
+func (daemonSetKind) targetCounts(c *v1alpha1.Canary) string {
+	return inPlaceCounts(c, fmt.Sprintf("%d kept on the stable revision", c.Status.Target.Partition), "held with updateStrategy OnDelete")
+}
+
+// statusRevision is none: a DaemonSet's status names no revision.
+func (daemonSetKind) statusRevision(*unstructured.Unstructured, []Revision) string { return "" }
 
 func (daemonSetKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	return statusOf(obj, daemonSetRollout)
@@ -112,12 +132,7 @@ func (t *treeReader) daemonSetUpdateRevision(d *appsv1.DaemonSet, sel labels.Sel
 		if !controlledBy(cr, d.UID) {
 			continue
 		}
-		raw, _, err := revisionTemplate(cr.Data.Raw)
-		if err != nil {
-			continue // not a revision of a template: none to match
-		}
-		var template corev1.PodTemplateSpec
-		if json.Unmarshal(raw, &template) == nil && apiequality.Semantic.DeepEqual(&template, &d.Spec.Template) {
+		if revisiondata.RecordsPodTemplate(cr.Data.Raw, &d.Spec.Template) {
 			return cr.Name, nil
 		}
 	}

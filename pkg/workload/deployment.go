@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	deploymentutil "k8s.io/kubectl/pkg/util/deployment"
 
@@ -22,7 +24,32 @@ var Deployment = Kind{Name: "Deployment", Short: "deploy",
 	Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
 	aliases:  []string{"deployment", "deployments", "deployments.apps"}, helper: deploymentKind{}}
 
-type deploymentKind struct{}
+// deploymentKind's history is its ReplicaSets, numbered by the Deployment controller.
+type deploymentKind struct{ podTemplateHistory }
+
+func (deploymentKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return replicaSetHistory(ctx, client, namespace, ref, obj)
+}
+
+// statusRevision is the ReplicaSet numbered as the Deployment's revision annotation says.
+func (deploymentKind) statusRevision(obj *unstructured.Unstructured, revs []Revision) string {
+	n := obj.GetAnnotations()[annotationDeploymentRevision]
+	name := ""
+	for i := range revs {
+		if strconv.FormatInt(revs[i].Number, 10) == n {
+			name = revs[i].Name
+		}
+	}
+	return name
+}
+
+// refuseUndo refuses a paused Deployment, as kubectl rollout undo does.
+func (deploymentKind) refuseUndo(ref Ref, obj *unstructured.Unstructured) error {
+	if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); paused {
+		return fmt.Errorf("%s is paused: resume it (kubectl workload resume %s) before undo", ref, ref)
+	}
+	return nil
+}
 
 func (deploymentKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	return statusOf(obj, deploymentRollout)

@@ -12,15 +12,15 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 )
 
-// WithHistory lists the kinds history and undo act on. A Canary has no history: abort is its
-// way back.
+// WithHistory lists the kinds history and undo act on (the Historians), in the order their
+// messages name them; TestCapabilityLists checks it holds every Historian. A Canary has no
+// history: abort is its way back.
 var WithHistory = []Kind{UnitedDeployment, StatefulSet, DaemonSet, Deployment, TApp}
 
 var (
@@ -63,29 +63,33 @@ type Revision struct {
 	TemplatePool map[string]json.RawMessage `json:"templatePool,omitempty"`
 }
 
+// Historian is a kind history and undo act on. Its revisions are ControllerRevisions (whose data
+// format is pkg/apis/apps/revisiondata's) or, for a Deployment, ReplicaSets.
+type Historian interface {
+	// revisions lists obj's revisions, in any order.
+	revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error)
+	// statusRevision names the revision obj's status (or annotations) call the updated one, ""
+	// when they name none: the current one when no revision holds the current template.
+	statusRevision(obj *unstructured.Unstructured, revs []Revision) string
+	// revisionPodTemplate is the pod template in one of the kind's templates.
+	revisionPodTemplate(template json.RawMessage) (*corev1.PodTemplateSpec, error)
+	// sameTemplate reports whether two of the kind's templates are semantically equal.
+	sameTemplate(a, b json.RawMessage) (bool, error)
+}
+
+// undoRefuser is a kind undo refuses in some states, before anything is listed.
+type undoRefuser interface {
+	refuseUndo(ref Ref, obj *unstructured.Unstructured) error
+}
+
 // Revisions reads a workload's history, oldest first, with the revision matching the current
 // template marked Current. Lists use label selectors only.
 func Revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
-	var revs []Revision
-	var err error
-	switch ref.Kind.Name {
-	case UnitedDeployment.Name:
-		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj,
-			labels.SelectorFromSet(labels.Set{v1alpha1.LabelUnitedDeploymentName: obj.GetName()}).String(), "updatedRevision")
-	case StatefulSet.Name, DaemonSet.Name:
-		sel, selErr := historySelector(ref, obj)
-		if selErr != nil {
-			return nil, selErr
-		}
-		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj, sel, "updateRevision")
-	case Deployment.Name:
-		revs, err = replicaSetHistory(ctx, client, namespace, ref, obj)
-	case TApp.Name:
-		revs, err = controllerRevisionHistory(ctx, client, namespace, ref, obj,
-			labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent, v1alpha1.LabelTAppName: obj.GetName()}).String(), "updateRevision")
-	default:
-		return nil, fmt.Errorf("a %s has no revision history", ref.Kind.Name)
+	h, err := capability[Historian](ref, "has no revision history")
+	if err != nil {
+		return nil, err
 	}
+	revs, err := h.revisions(ctx, client, namespace, ref, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +98,48 @@ func Revisions(ctx context.Context, client dynamic.Interface, namespace string, 
 		return nil, err
 	}
 	return revs, nil
+}
+
+// podTemplateHistory is the half of a Historian whose template is a pod template (every kind's
+// but a UnitedDeployment's, which is a subset template).
+type podTemplateHistory struct{}
+
+func (podTemplateHistory) revisionPodTemplate(template json.RawMessage) (*corev1.PodTemplateSpec, error) {
+	var t corev1.PodTemplateSpec
+	err := json.Unmarshal(template, &t)
+	return &t, err
+}
+
+func (podTemplateHistory) sameTemplate(a, b json.RawMessage) (bool, error) {
+	return semanticallyEqual[corev1.PodTemplateSpec](a, b)
+}
+
+// semanticallyEqual decodes a and b as T and compares them as the API machinery does.
+func semanticallyEqual[T any](a, b json.RawMessage) (bool, error) {
+	var x, y T
+	if err := json.Unmarshal(a, &x); err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		return false, err
+	}
+	return apiequality.Semantic.DeepEqual(x, y), nil
+}
+
+// statusString is a string field of obj's status ("" when absent).
+func statusString(obj *unstructured.Unstructured, field string) string {
+	s, _, _ := unstructured.NestedString(obj.Object, "status", field)
+	return s
+}
+
+// selectedRevisions lists the ControllerRevisions of obj selected by its spec.selector, as the
+// StatefulSet and DaemonSet controllers label them.
+func selectedRevisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	sel, err := historySelector(ref, obj)
+	if err != nil {
+		return nil, err
+	}
+	return controllerRevisionHistory(ctx, client, namespace, ref, obj, sel)
 }
 
 func historySelector(ref Ref, obj *unstructured.Unstructured) (string, error) {
@@ -120,7 +166,7 @@ func ownedBy(o metav1.Object, owner *unstructured.Unstructured) bool {
 	return ref != nil && ref.UID == owner.GetUID()
 }
 
-func controllerRevisionHistory(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured, selector, statusField string) ([]Revision, error) {
+func controllerRevisionHistory(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured, selector string) ([]Revision, error) {
 	list, err := client.Resource(controllerRevisions).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("%s: listing its ControllerRevisions: %w", ref, err)
@@ -143,26 +189,19 @@ func controllerRevisionHistory(ctx context.Context, client dynamic.Interface, na
 	return revs, nil
 }
 
-// revisionTemplate reads the template a ControllerRevision holds. The StatefulSet and DaemonSet
-// controllers and our UnitedDeployment and TApp controllers store a patch that restores
-// spec.template: {"spec":{"template":{…}}} (the native ones' with "$patch":"replace" inside,
-// which is dropped here; the TApp's with spec.templatePool beside it, returned as pool).
+// revisionTemplate reads the templates a ControllerRevision holds (revisiondata), the template
+// with its keys sorted, as the plugin prints and restores it.
 func revisionTemplate(data []byte) (json.RawMessage, map[string]json.RawMessage, error) {
-	var patch struct {
-		Spec struct {
-			Template     map[string]interface{}     `json:"template"`
-			TemplatePool map[string]json.RawMessage `json:"templatePool"`
-		} `json:"spec"`
+	d, err := revisiondata.Decode(data)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := json.Unmarshal(data, &patch); err != nil {
-		return nil, nil, fmt.Errorf("its data is not a spec.template patch: %w", err)
+	var tpl any
+	if err := json.Unmarshal(d.Template, &tpl); err != nil {
+		return nil, nil, err
 	}
-	if patch.Spec.Template == nil {
-		return nil, nil, fmt.Errorf("its data holds no spec.template")
-	}
-	delete(patch.Spec.Template, "$patch")
-	tpl, err := json.Marshal(patch.Spec.Template)
-	return tpl, patch.Spec.TemplatePool, err
+	sorted, err := json.Marshal(tpl)
+	return sorted, d.TemplatePool, err
 }
 
 func replicaSetHistory(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
@@ -203,64 +242,50 @@ func replicaSetHistory(ctx context.Context, client dynamic.Interface, namespace 
 }
 
 // markCurrent marks the revision whose template equals the object's current template (else the
-// one the status names) and fills in the images.
+// one its status names) and fills in the images.
 func markCurrent(ref Ref, obj *unstructured.Unstructured, revs []Revision) error {
-	current, err := currentTemplate(ref, obj)
+	h, err := capability[Historian](ref, "has no revision history")
 	if err != nil {
 		return err
 	}
-	pool, err := currentTemplatePool(ref, obj)
+	current, err := currentTemplate(obj)
+	if err != nil {
+		return err
+	}
+	pool, err := currentTemplatePool(obj)
 	if err != nil {
 		return err
 	}
 	found := false
 	for i := len(revs) - 1; i >= 0; i-- {
-		if same, _ := sameRevision(ref, revs[i], current, pool); same {
+		if same, _ := sameRevision(h, revs[i], current, pool); same {
 			revs[i].Current, found = true, true
 			break
 		}
 	}
 	if !found {
-		var name string
-		switch ref.Kind.Name {
-		case UnitedDeployment.Name:
-			name, _, _ = unstructured.NestedString(obj.Object, "status", "updatedRevision")
-		case StatefulSet.Name, TApp.Name:
-			name, _, _ = unstructured.NestedString(obj.Object, "status", "updateRevision")
-		case Deployment.Name:
-			n := obj.GetAnnotations()[annotationDeploymentRevision]
-			for i := range revs {
-				if strconv.FormatInt(revs[i].Number, 10) == n {
-					name = revs[i].Name
-				}
-			}
-		}
+		name := h.statusRevision(obj, revs)
 		for i := range revs {
 			if name != "" && revs[i].Name == name {
 				revs[i].Current = true
 			}
 		}
 	}
-	_, err = withImages(revs)
-	return err
+	return withImages(h, revs)
 }
 
 // currentTemplate is the object's template in the form its revisions hold.
-func currentTemplate(ref Ref, obj *unstructured.Unstructured) (json.RawMessage, error) {
-	path := []string{"spec", "template"}
-	m, _, err := unstructured.NestedMap(obj.Object, path...)
+func currentTemplate(obj *unstructured.Unstructured) (json.RawMessage, error) {
+	m, _, err := unstructured.NestedMap(obj.Object, "spec", "template")
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(m)
 }
 
-// currentTemplatePool is a TApp's spec.templatePool in the form its revisions hold (nil for
-// other kinds and for a TApp without one).
-func currentTemplatePool(ref Ref, obj *unstructured.Unstructured) (map[string]json.RawMessage, error) {
-	if ref.Kind.Name != TApp.Name {
-		return nil, nil
-	}
+// currentTemplatePool is the object's spec.templatePool (a TApp's, which its revisions cover) in
+// the form its revisions hold; nil when it has none.
+func currentTemplatePool(obj *unstructured.Unstructured) (map[string]json.RawMessage, error) {
 	m, _, err := unstructured.NestedMap(obj.Object, "spec", "templatePool")
 	if err != nil || len(m) == 0 {
 		return nil, err
@@ -274,10 +299,9 @@ func currentTemplatePool(ref Ref, obj *unstructured.Unstructured) (map[string]js
 	return pool, nil
 }
 
-// sameRevision reports whether revision r holds the given template (and, for a TApp, template
-// pool).
-func sameRevision(ref Ref, r Revision, template json.RawMessage, pool map[string]json.RawMessage) (bool, error) {
-	same, err := SameTemplate(ref, r.Template, template)
+// sameRevision reports whether revision r holds the given template and template pool.
+func sameRevision(h Historian, r Revision, template json.RawMessage, pool map[string]json.RawMessage) (bool, error) {
+	same, err := h.sameTemplate(r.Template, template)
 	if err != nil || !same || len(r.TemplatePool) != len(pool) {
 		return false, err
 	}
@@ -286,7 +310,7 @@ func sameRevision(ref Ref, r Revision, template json.RawMessage, pool map[string
 		if !ok {
 			return false, nil
 		}
-		if same, err := SameTemplate(ref, theirs, tpl); err != nil || !same {
+		if same, err := h.sameTemplate(theirs, tpl); err != nil || !same {
 			return false, err
 		}
 	}
@@ -296,93 +320,42 @@ func sameRevision(ref Ref, r Revision, template json.RawMessage, pool map[string
 // SameTemplate reports whether two templates of a kind (subset templates for a
 // UnitedDeployment, pod templates otherwise) are semantically equal.
 func SameTemplate(ref Ref, a, b json.RawMessage) (bool, error) {
-	if ref.Kind.Name == UnitedDeployment.Name {
-		var x, y v1alpha1.SubsetTemplate
-		if err := json.Unmarshal(a, &x); err != nil {
-			return false, err
-		}
-		if err := json.Unmarshal(b, &y); err != nil {
-			return false, err
-		}
-		return apiequality.Semantic.DeepEqual(x, y), nil
-	}
-	var x, y corev1.PodTemplateSpec
-	if err := json.Unmarshal(a, &x); err != nil {
+	h, err := capability[Historian](ref, "has no revision history")
+	if err != nil {
 		return false, err
 	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		return false, err
-	}
-	return apiequality.Semantic.DeepEqual(x, y), nil
+	return h.sameTemplate(a, b)
 }
 
 // RevisionPodTemplate is the pod template of a revision (inside the subset template for a
 // UnitedDeployment).
 func RevisionPodTemplate(ref Ref, r Revision) (*corev1.PodTemplateSpec, error) {
-	if ref.Kind.Name != UnitedDeployment.Name {
-		var t corev1.PodTemplateSpec
-		err := json.Unmarshal(r.Template, &t)
-		return &t, err
-	}
-	var st v1alpha1.SubsetTemplate
-	if err := json.Unmarshal(r.Template, &st); err != nil {
+	h, err := capability[Historian](ref, "has no revision history")
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case st.StatefulSetTemplate != nil:
-		return &st.StatefulSetTemplate.Spec.Template, nil
-	case st.DeploymentTemplate != nil:
-		return &st.DeploymentTemplate.Spec.Template, nil
-	case st.TAppTemplate != nil:
-		return &st.TAppTemplate.Spec.Template, nil
-	}
-	return &corev1.PodTemplateSpec{}, nil
+	return h.revisionPodTemplate(r.Template)
 }
 
-func withImages(revs []Revision) ([]Revision, error) {
+// withImages fills in each revision's images: CONTAINER=IMAGE of its pod template, then
+// ENTRY/CONTAINER=IMAGE of its template pool.
+func withImages(h Historian, revs []Revision) error {
 	for i := range revs {
-		var holder struct {
-			Spec corev1.PodSpec `json:"spec"`
-			// A UnitedDeployment's subset template holds the pod template one level down.
-			StatefulSetTemplate *struct {
-				Spec struct {
-					Template corev1.PodTemplateSpec `json:"template"`
-				} `json:"spec"`
-			} `json:"statefulSetTemplate"`
-			DeploymentTemplate *struct {
-				Spec struct {
-					Template corev1.PodTemplateSpec `json:"template"`
-				} `json:"spec"`
-			} `json:"deploymentTemplate"`
-			TAppTemplate *struct {
-				Spec struct {
-					Template corev1.PodTemplateSpec `json:"template"`
-				} `json:"spec"`
-			} `json:"tappTemplate"`
-		}
-		if err := json.Unmarshal(revs[i].Template, &holder); err != nil {
-			return nil, fmt.Errorf("revision %d: %w", revs[i].Number, err)
-		}
-		spec := holder.Spec
-		switch {
-		case holder.StatefulSetTemplate != nil:
-			spec = holder.StatefulSetTemplate.Spec.Template.Spec
-		case holder.DeploymentTemplate != nil:
-			spec = holder.DeploymentTemplate.Spec.Template.Spec
-		case holder.TAppTemplate != nil:
-			spec = holder.TAppTemplate.Spec.Template.Spec
+		tpl, err := h.revisionPodTemplate(revs[i].Template)
+		if err != nil {
+			return fmt.Errorf("revision %d: %w", revs[i].Number, err)
 		}
 		revs[i].Images = nil
-		for _, c := range spec.Containers {
+		for _, c := range tpl.Spec.Containers {
 			revs[i].Images = append(revs[i].Images, c.Name+"="+c.Image)
 		}
 		pool, err := poolImages(revs[i].TemplatePool)
 		if err != nil {
-			return nil, fmt.Errorf("revision %d: %w", revs[i].Number, err)
+			return fmt.Errorf("revision %d: %w", revs[i].Number, err)
 		}
 		revs[i].Images = append(revs[i].Images, pool...)
 	}
-	return revs, nil
+	return nil
 }
 
 // poolImages lists the images of a TApp revision's templatePool as ENTRY/CONTAINER=IMAGE, by
@@ -437,6 +410,10 @@ func Undo(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevision i
 // UndoHeld is Undo of a Deployment a Canary targets, which the Canary holds paused: the
 // template written back is the Canary's next release, so its pause does not refuse it.
 func UndoHeld(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevision int64) (Change, error) {
+	h, err := capability[Historian](ref, "has no revision history")
+	if err != nil {
+		return Change{}, err
+	}
 	target, err := undoTarget(ref, revs, toRevision)
 	if err != nil {
 		return Change{}, err
@@ -444,25 +421,21 @@ func UndoHeld(ref Ref, obj *unstructured.Unstructured, revs []Revision, toRevisi
 	if target.Current {
 		return Unchanged(ref, "%s: skipped, revision %d is the current template", ref, target.Number), nil
 	}
-	current, err := currentTemplate(ref, obj)
+	current, err := currentTemplate(obj)
 	if err != nil {
 		return Change{}, err
 	}
-	pool, err := currentTemplatePool(ref, obj)
+	pool, err := currentTemplatePool(obj)
 	if err != nil {
 		return Change{}, err
 	}
-	if same, _ := sameRevision(ref, target, current, pool); same {
+	if same, _ := sameRevision(h, target, current, pool); same {
 		return Unchanged(ref, "%s: skipped, the current template already matches revision %d", ref, target.Number), nil
 	}
-	ops := []Op{GenerationTest(obj), Replace(Pointer("spec", "template"), target.Template)}
-	if ref.Kind.Name == TApp.Name {
-		switch _, has := obj.Object["spec"].(map[string]interface{})["templatePool"]; {
-		case len(target.TemplatePool) > 0:
-			ops = append(ops, Add(Pointer("spec", "templatePool"), target.TemplatePool))
-		case has:
-			ops = append(ops, Remove(Pointer("spec", "templatePool")))
-		}
+	_, hasPool, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "templatePool")
+	ops := []Op{GenerationTest(obj)}
+	for _, op := range (revisiondata.Data{Template: target.Template, TemplatePool: target.TemplatePool}).RestoreOps(hasPool) {
+		ops = append(ops, Op{Op: op.Op, Path: op.Path, Value: op.Value})
 	}
 	p, err := JSONPatch(ops...)
 	if err != nil {
@@ -484,13 +457,11 @@ func undoTarget(ref Ref, revs []Revision, toRevision int64) (Revision, error) {
 	return Revision{}, fmt.Errorf("%s has no previous revision to go back to", ref)
 }
 
-// CheckUndoable refuses, before anything is listed, what undo cannot do to the object: a
-// paused Deployment (as kubectl rollout undo does).
+// CheckUndoable refuses, before anything is listed, what undo cannot do to the object (a paused
+// Deployment, as kubectl rollout undo does).
 func CheckUndoable(ref Ref, obj *unstructured.Unstructured) error {
-	if ref.Kind.Name == Deployment.Name {
-		if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); paused {
-			return fmt.Errorf("%s is paused: resume it (kubectl workload resume %s) before undo", ref, ref)
-		}
+	if r, ok := ref.Kind.helper.(undoRefuser); ok {
+		return r.refuseUndo(ref, obj)
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func GenerationTest(obj *unstructured.Unstructured) Op {
 // our custom resources a JSON patch by container index with a test on each container's name.
 // Nothing is recorded for undo: the controllers keep the history.
 func SetImage(ref Ref, obj *unstructured.Unstructured, pool string, args []string) (Change, error) {
-	if pool != "" && ref.Kind.Name != TApp.Name {
+	if _, pooled := ref.Kind.helper.(templatePooler); pool != "" && !pooled {
 		return Change{}, fmt.Errorf("%s: --template names a TApp's templatePool entry; a %s has one pod template", ref, ref.Kind.Name)
 	}
 	assignments, err := ParseImageArgs(ref, args)

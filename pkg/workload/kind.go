@@ -44,6 +44,10 @@ type Helper interface {
 	tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error)
 }
 
+// templatePooler is a kind with named pod templates beside its template, which `set image
+// --template` names.
+type templatePooler interface{ templatePool() }
+
 // Lister is a kind `list` tabulates.
 type Lister interface {
 	Replicas(obj *unstructured.Unstructured) (Replicas, error)

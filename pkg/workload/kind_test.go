@@ -30,6 +30,7 @@ func TestCapabilityLists(t *testing.T) {
 		"Retryable":     {Retryable, kindsWith[Retrier]()},
 		"Partitionable": {Partitionable, kindsWith[Partitioner]()},
 		"Promotable":    {Promotable, kindsWith[Promoter]()},
+		"WithHistory":   {WithHistory, kindsWith[Historian]()},
 	} {
 		if got, want := kindNames(tt.list), kindNames(tt.with); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %v, want the kinds with the capability: %v", name, got, want)
@@ -42,8 +43,9 @@ func TestCapabilityLists(t *testing.T) {
 		"Retryable":     {"Canary"},
 		"Partitionable": {"StatefulSet", "TApp", "UnitedDeployment"},
 		"Promotable":    {"Canary", "UnitedDeployment"},
+		"WithHistory":   {"DaemonSet", "Deployment", "StatefulSet", "TApp", "UnitedDeployment"},
 	}
-	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Retryable": Retryable, "Partitionable": Partitionable, "Promotable": Promotable} {
+	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Retryable": Retryable, "Partitionable": Partitionable, "Promotable": Promotable, "WithHistory": WithHistory} {
 		if got := kindNames(list); !reflect.DeepEqual(got, want[name]) {
 			t.Errorf("%s = %v, want %v", name, got, want[name])
 		}

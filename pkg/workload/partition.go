@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Partitionable lists the kinds set-partition acts on (the Partitioners), in the order its
@@ -16,7 +17,8 @@ var Partitionable = []Kind{TApp, StatefulSet, UnitedDeployment}
 
 // singlePartitioner is a kind with one partition (a TApp, a StatefulSet).
 type singlePartitioner interface {
-	partitionPath() []string
+	// partitionPatch is the merge patch that sets the partition to n (pkg/apis/apps/partition).
+	partitionPatch(n int32) []byte
 }
 
 // PartitionPatch is the merge patch that sets a TApp's or a StatefulSet's partition and nothing
@@ -26,7 +28,7 @@ func PartitionPatch(k Kind, n int32) (Patch, error) {
 	if !ok {
 		return Patch{}, fmt.Errorf("a %s has no single partition", k.Name)
 	}
-	return MergePatch(s.partitionPath(), n)
+	return Patch{Type: types.MergePatchType, Data: s.partitionPatch(n)}, nil
 }
 
 var partitionNumber = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})$`)
@@ -74,10 +76,7 @@ func singlePartitionChange(ref Ref, k singlePartitioner, n, replicas, current in
 	if n == current {
 		return Unchanged(ref, "%s: partition is already %d", ref, n), nil
 	}
-	p, err := MergePatch(k.partitionPath(), n)
-	if err != nil {
-		return Change{}, err
-	}
+	p := Patch{Type: types.MergePatchType, Data: k.partitionPatch(n)}
 	return Change{Ref: ref, Patch: &p, Line: fmt.Sprintf("%s partition set to %d (was %d)", ref, n, current)}, nil
 }
 

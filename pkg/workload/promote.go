@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -164,20 +166,10 @@ func Approved(obj *unstructured.Unstructured, batch int32) bool {
 	return err == nil && v >= int64(batch)
 }
 
-// partitionsPath is where a UnitedDeployment keeps its per-subset partitions.
-var partitionsPath = []string{"spec", "updateStrategy", "manualUpdate", "partitions"}
-
-// Partitions reads a UnitedDeployment's per-subset partitions (absent means 0).
-func Partitions(ud *v1alpha1.UnitedDeployment) map[string]int32 {
-	if ud.Spec.UpdateStrategy.ManualUpdate == nil {
-		return nil
-	}
-	return ud.Spec.UpdateStrategy.ManualUpdate.Partitions
-}
-
 // PartitionsPatch is the merge patch that sets the given subsets' partitions and no other.
 func PartitionsPatch(partitions map[string]int32) (Patch, error) {
-	return MergePatch(partitionsPath, partitions)
+	data, err := partition.SubsetsPatch(partitions)
+	return Patch{Type: types.MergePatchType, Data: data}, err
 }
 
 // PromoteSubsets decides what `promote --subset … | --all` does to a UnitedDeployment: set the
@@ -201,7 +193,7 @@ func PromoteSubsets(ref Ref, obj *unstructured.Unstructured, subsets []string, a
 			return Change{}, UnknownSubsetError(ref, ud, s)
 		}
 	}
-	current := Partitions(ud)
+	current := partition.Subsets(ud)
 	set := map[string]int32{}
 	var names []string
 	for _, s := range subsets {

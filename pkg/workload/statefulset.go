@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -18,7 +21,26 @@ var StatefulSet = Kind{Name: "StatefulSet", Short: "sts",
 	Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
 	aliases:  []string{"statefulset", "statefulsets", "statefulsets.apps"}, helper: statefulSetKind{}}
 
-type statefulSetKind struct{}
+// statefulSetKind's history is the ControllerRevisions the StatefulSet controller records.
+type statefulSetKind struct {
+	podTemplateHistory
+	partitionTarget
+}
+
+// targetNodes is the StatefulSet a Canary releases through its partition (read typed, as native
+// objects are).
+func (statefulSetKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	n, err := t.targetStatefulSet(c.Spec.TargetRef.Name)
+	return targetLine(StatefulSet, c, n, err)
+}
+
+func (statefulSetKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return selectedRevisions(ctx, client, namespace, ref, obj)
+}
+
+func (statefulSetKind) statusRevision(obj *unstructured.Unstructured, _ []Revision) string {
+	return statusString(obj, "updateRevision")
+}
 
 func (statefulSetKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	return statusOf(obj, statefulSetRollout)
@@ -32,9 +54,7 @@ func (statefulSetKind) tree(t *treeReader, obj *unstructured.Unstructured) (*Nod
 	return t.statefulSet(s, obj, true)
 }
 
-func (statefulSetKind) partitionPath() []string {
-	return []string{"spec", "updateStrategy", "rollingUpdate", "partition"}
-}
+func (statefulSetKind) partitionPatch(n int32) []byte { return partition.StatefulSetPatch(n) }
 
 // SetPartition sets spec.updateStrategy.rollingUpdate.partition: pods with an ordinal below it
 // keep the current revision. A StatefulSet using OnDelete has no partition.
@@ -50,11 +70,7 @@ func (k statefulSetKind) SetPartition(ref Ref, obj *unstructured.Unstructured, a
 	if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		return Change{}, fmt.Errorf("%s uses the OnDelete update strategy, which has no partition: its pods change only when deleted", ref)
 	}
-	var current int32
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		current = deref(ru.Partition, 0)
-	}
-	return singlePartitionChange(ref, k, n, v1alpha1.ReplicasOrDefault(s.Spec.Replicas), current)
+	return singlePartitionChange(ref, k, n, v1alpha1.ReplicasOrDefault(s.Spec.Replicas), partition.StatefulSet(s))
 }
 
 // PodTemplatePath is spec.template.
@@ -83,10 +99,7 @@ func statefulSetRollout(s *appsv1.StatefulSet) RolloutStatus {
 		return staleStatus(kcmName, s.Generation, st.ObservedGeneration, nil)
 	}
 	replicas := v1alpha1.ReplicasOrDefault(s.Spec.Replicas)
-	var partition int32
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		partition = min(deref(ru.Partition, 0), replicas)
-	}
+	held := min(partition.StatefulSet(s), replicas)
 	revision := ""
 	if st.UpdateRevision != "" {
 		revision = " (revision " + st.UpdateRevision + ")"
@@ -100,8 +113,8 @@ func statefulSetRollout(s *appsv1.StatefulSet) RolloutStatus {
 		return status(StateComplete, counts, nil)
 	case s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
 		return status(StatePaused, "OnDelete update strategy: pods are updated only when deleted; "+counts, nil)
-	case partition > 0 && st.UpdatedReplicas >= replicas-partition:
-		return status(StatePaused, fmt.Sprintf("held by partition %d (pods below it keep the old revision); %s", partition, counts), nil)
+	case held > 0 && st.UpdatedReplicas >= replicas-held:
+		return status(StatePaused, fmt.Sprintf("held by partition %d (pods below it keep the old revision); %s", held, counts), nil)
 	}
 	return status(StateProgressing, counts, nil)
 }

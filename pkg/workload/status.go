@@ -3,7 +3,6 @@ package workload
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,20 +125,4 @@ func deref(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
-}
-
-func deploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
-	var d appsv1.Deployment
-	if err := fromUnstructured(obj, &d); err != nil {
-		return RolloutStatus{}, err
-	}
-	return deploymentRollout(&d), nil
-}
-
-func statefulSetStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
-	var s appsv1.StatefulSet
-	if err := fromUnstructured(obj, &s); err != nil {
-		return RolloutStatus{}, err
-	}
-	return statefulSetRollout(&s), nil
 }

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -19,7 +23,21 @@ var TApp = Kind{Name: "TApp", Short: "tapp",
 	Resource: v1alpha1.SchemeGroupVersion.WithResource("tapps"),
 	aliases:  []string{"tapps", "tapps.apps.workload.dev"}, helper: tappKind{}}
 
-type tappKind struct{}
+// tappKind's history is the ControllerRevisions the agent records of spec.template and
+// spec.templatePool.
+type tappKind struct {
+	podTemplateHistory
+	partitionTarget
+}
+
+// templatePool: a TApp keeps named pod templates beside spec.template (spec.templatePool).
+func (tappKind) templatePool() {}
+
+// targetNodes is the TApp a Canary releases through its partition.
+func (tappKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	n, err := t.targetObject(TApp, c.Spec.TargetRef.Name)
+	return targetLine(TApp, c, n, err)
+}
 
 func (tappKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) { return tappStatus(obj) }
 
@@ -47,9 +65,18 @@ func tappWanted(t *v1alpha1.TApp) int32 {
 	return wanted
 }
 
+func (tappKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return controllerRevisionHistory(ctx, client, namespace, ref, obj,
+		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent, v1alpha1.LabelTAppName: obj.GetName()}).String())
+}
+
+func (tappKind) statusRevision(obj *unstructured.Unstructured, _ []Revision) string {
+	return statusString(obj, "updateRevision")
+}
+
 func (tappKind) PausedPath() []string { return []string{"spec", "updateStrategy", "paused"} }
 
-func (tappKind) partitionPath() []string { return []string{"spec", "updateStrategy", "partition"} }
+func (tappKind) partitionPatch(n int32) []byte { return partition.TAppPatch(n) }
 
 // SetPartition sets spec.updateStrategy.partition: instances with an id below it keep their
 // template.
@@ -62,7 +89,7 @@ func (k tappKind) SetPartition(ref Ref, obj *unstructured.Unstructured, args []s
 	if err != nil {
 		return Change{}, err
 	}
-	return singlePartitionChange(ref, k, n, v1alpha1.ReplicasOrDefault(t.Spec.Replicas), deref(t.Spec.UpdateStrategy.Partition, 0))
+	return singlePartitionChange(ref, k, n, v1alpha1.ReplicasOrDefault(t.Spec.Replicas), partition.TApp(t))
 }
 
 // PodTemplatePath is spec.template, or the templatePool entry named by pool; with pool empty,
@@ -113,7 +140,7 @@ func tappStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	}
 	st := t.Status
 	replicas := v1alpha1.ReplicasOrDefault(t.Spec.Replicas)
-	partition := deref(t.Spec.UpdateStrategy.Partition, 0)
+	held := partition.TApp(&t)
 	// The instances that should run: ids below replicas that are not killed; of those, the ones
 	// at or above the partition are the ones the rollout moves.
 	var wanted, rolled int32
@@ -122,7 +149,7 @@ func tappStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 			continue
 		}
 		wanted++
-		if id >= partition {
+		if id >= held {
 			rolled++
 		}
 	}
@@ -149,8 +176,8 @@ func tappStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		complete = st.UpdatedReplicas >= rolled && st.AvailableReplicas >= wanted && st.Replicas <= wanted
 	}
 	switch {
-	case complete && partition > 0 && st.UpdatedReplicas < wanted:
-		return status(StatePaused, fmt.Sprintf("held by partition %d (instances below it keep their template); %s", partition, counts), progress), nil
+	case complete && held > 0 && st.UpdatedReplicas < wanted:
+		return status(StatePaused, fmt.Sprintf("held by partition %d (instances below it keep their template); %s", held, counts), progress), nil
 	case complete:
 		return status(StateComplete, counts, progress), nil
 	case t.Spec.UpdateStrategy.Paused:

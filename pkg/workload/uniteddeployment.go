@@ -1,15 +1,21 @@
 package workload
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -19,7 +25,46 @@ var UnitedDeployment = Kind{Name: "UnitedDeployment", Short: "ud",
 	Resource: v1alpha1.SchemeGroupVersion.WithResource("uniteddeployments"),
 	aliases:  []string{"uniteddeployment", "uniteddeployments", "uniteddeployments.apps.workload.dev"}, helper: unitedDeploymentKind{}}
 
-type unitedDeploymentKind struct{}
+// unitedDeploymentKind's history is the ControllerRevisions the agent records of its
+// spec.template, a subset template.
+type unitedDeploymentKind struct{ partitionTarget }
+
+// targetNodes is the UnitedDeployment a Canary releases through its subsets' partitions.
+func (unitedDeploymentKind) targetNodes(t *treeReader, c *v1alpha1.Canary) ([]*Node, error) {
+	n, err := t.targetObject(UnitedDeployment, c.Spec.TargetRef.Name)
+	return targetLine(UnitedDeployment, c, n, err)
+}
+
+func (unitedDeploymentKind) revisions(ctx context.Context, client dynamic.Interface, namespace string, ref Ref, obj *unstructured.Unstructured) ([]Revision, error) {
+	return controllerRevisionHistory(ctx, client, namespace, ref, obj,
+		labels.SelectorFromSet(labels.Set{v1alpha1.LabelUnitedDeploymentName: obj.GetName()}).String())
+}
+
+func (unitedDeploymentKind) statusRevision(obj *unstructured.Unstructured, _ []Revision) string {
+	return statusString(obj, "updatedRevision")
+}
+
+// revisionPodTemplate is the pod template inside the subset template (empty when the subset
+// template sets no kind).
+func (unitedDeploymentKind) revisionPodTemplate(template json.RawMessage) (*corev1.PodTemplateSpec, error) {
+	st, err := (revisiondata.Data{Template: template}).SubsetTemplate()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.StatefulSetTemplate != nil:
+		return &st.StatefulSetTemplate.Spec.Template, nil
+	case st.DeploymentTemplate != nil:
+		return &st.DeploymentTemplate.Spec.Template, nil
+	case st.TAppTemplate != nil:
+		return &st.TAppTemplate.Spec.Template, nil
+	}
+	return &corev1.PodTemplateSpec{}, nil
+}
+
+func (unitedDeploymentKind) sameTemplate(a, b json.RawMessage) (bool, error) {
+	return semanticallyEqual[v1alpha1.SubsetTemplate](a, b)
+}
 
 func (unitedDeploymentKind) Status(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	return unitedDeploymentStatus(obj)
@@ -226,7 +271,7 @@ func setSubsetPartitions(ref Ref, obj *unstructured.Unstructured, args []string)
 	for _, s := range ud.Status.SubsetStatuses {
 		replicas[s.Name] = s.Replicas
 	}
-	current := Partitions(ud)
+	current := partition.Subsets(ud)
 	want := map[string]int32{}
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")

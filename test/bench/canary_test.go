@@ -25,7 +25,7 @@ const canaryNS = "bench-canary"
 // pods. Watched from this process: the most pods the two Deployments ran at once (terminating
 // ones included) against replicas + maxSurge, the fewest available against replicas, and when
 // the Canary said Completed against when the last stable pod disappeared (Completed must come
-// after: DESIGN §2.4).
+// after: docs/canary.md, "Completed").
 func BenchmarkCanaryRelease(b *testing.B) {
 	e := getEnv(b)
 	e.deleteNamespace(b, canaryNS)

@@ -1,4 +1,4 @@
-// Package bench holds the benchmarks of DESIGN.md §6 (and issues 4, 5 and 7), run by `make bench`
+// Package bench holds the benchmarks of bench/RESULTS.md (issues 4, 5 and 7), run by `make bench`
 // on the local control plane of test/localcluster: real etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler, kwok playing the kubelets of six fake nodes. They
 // are Go benchmarks that print figures, never tests that assert timings: every comparison is a

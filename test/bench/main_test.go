@@ -24,8 +24,8 @@ import (
 )
 
 // Settings, from the environment so that `go test -bench` needs no custom flags. The defaults
-// are the scenarios of DESIGN.md §6 and issues 4, 5 and 7; smaller values are for trying the
-// harness out.
+// are the scenarios bench/RESULTS.md reports (issues 4, 5 and 7); smaller values are for trying
+// the harness out.
 var (
 	replicas      = envInt("BENCH_REPLICAS", 1000)               // TApp and Deployment size
 	udSubset      = envInt("BENCH_UD_SUBSET", 300)               // replicas per UnitedDeployment subset (3 subsets)

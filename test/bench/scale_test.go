@@ -22,7 +22,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
 )
 
-// The scale scenarios of issue 15 (DESIGN.md §3 "Scale", §6 round 2).
+// The scale scenarios of issue 15: the agent's memory must not grow with unrelated objects, and
+// many small workloads must settle (docs/architecture.md, "What the agent caches" and "The
+// agent's memory"; bench/RESULTS.md).
 var (
 	unrelatedDeployments  = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000) // unrelated Deployments (replicas 0)
 	unrelatedStatefulSets = envInt("BENCH_UNRELATED_STATEFULSETS", 2000) // unrelated StatefulSets (replicas 0), one ControllerRevision each

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
@@ -53,12 +54,6 @@ type Context struct {
 	// resource the server lacks would never sync and hold every controller back).
 	GatewayInformers gatewayinformers.SharedInformerFactory
 
-	// KubeInformers is the shared factory for native objects, scoped to Namespace and not filtered
-	// by labels: an informer from it caches every object of its kind, so the agent's memory grows
-	// with the cluster. Only for objects the agent references but did not create, and none of
-	// the registered controllers but the Canary's (its stable Deployment) takes one
-	// (docs/architecture.md, "What the agent caches").
-	KubeInformers informers.SharedInformerFactory
 	// ManagedInformers is the shared factory for every native object the agent creates (Pods,
 	// PersistentVolumeClaims, subset StatefulSets and Deployments, ControllerRevisions, canary
 	// Deployments), scoped to Namespace and filtered by the label selector ManagedSelector
@@ -74,6 +69,9 @@ type Context struct {
 	// EventRecorder returns a recorder that reports events as the given component (for example
 	// "tapp-controller"). Events are sent to the API server asynchronously.
 	EventRecorder func(component string) record.EventRecorder
+
+	// Clock is the controllers' clock: clock.RealClock in the agent, a fake one in tests.
+	Clock clock.Clock
 
 	// Namespace is the namespace the agent is scoped to; empty means all namespaces.
 	Namespace string

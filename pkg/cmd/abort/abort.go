@@ -13,16 +13,19 @@ import (
 
 var (
 	abortLong = templates.LongDesc(`
-		Abort a canary release: set its spec.rollback, so the agent scales the stable Deployment
-		back up to full size first, then the canary Deployment down. Available capacity never
-		drops below spec.replicas while it does. Works at any batch and after the release has
-		completed. Aborting a canary that is already rolling back changes nothing.
+		Abort a canary release: set its spec.rollback. With a stable and a canary Deployment,
+		the agent scales the stable Deployment back up to full size first, then the canary
+		Deployment down: available capacity never drops below spec.replicas while it does. With
+		spec.targetRef (a StatefulSet, TApp, UnitedDeployment, DaemonSet or Deployment), it
+		writes the template of the release's stable revision back to the target, whose pods
+		return to it step by step. Works at any step and after the release has completed.
+		Aborting a canary that is already rolling back changes nothing.
 
-		To release again, set spec.rollback back to false (for example with a new template):
-		the release then starts over from batch 1.`)
+		To release the aborted template again, run kubectl workload retry: the release starts
+		over from step 1.`)
 
 	abortExample = templates.Examples(`
-		# Roll a canary release back to its stable Deployment
+		# Roll a canary release back to what ran before it
 		kubectl workload abort canary/checkout
 
 		# Show the patch that would be sent, without sending it
@@ -31,6 +34,6 @@ var (
 
 // NewCmdAbort returns the `abort` command.
 func NewCmdAbort(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	return mutate.NewObjectCommand(f, streams.Out, mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable Deployment", Long: abortLong, Example: abortExample,
+	return mutate.NewObjectCommand(f, streams.Out, mutate.Verb{Use: "abort TYPE/NAME", Short: "Roll a canary release back to its stable revision", Long: abortLong, Example: abortExample,
 		Kinds: workload.Abortable}, workload.Abort)
 }

@@ -38,7 +38,7 @@ var getText = verb.Text{
 
 		* tapp: the instances by id, each with its pod and template
 		* ud (UnitedDeployment): the subset workloads, with partition and revision, then their pods
-		* canary: the batches, then the stable and the canary Deployment with their pods
+		* canary: the batches, then the stable and the canary Deployment with their pods, or the workload its targetRef releases (a target Deployment with its temporary canary Deployment)
 		* deploy (Deployment): the ReplicaSets (one per revision), then their pods
 		* sts (StatefulSet): the pods grouped by revision
 		* ds (DaemonSet): the pods grouped by revision, the update revision (the ControllerRevision that records its template) first

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -195,8 +196,8 @@ func (o *UninstallOptions) deleteWorkloads(ctx context.Context, agent *unstructu
 		}
 		for _, item := range items {
 			name := fmt.Sprintf("%s %s/%s", k.Short, item.GetNamespace(), item.GetName())
-			if k.Name == workload.TApp.Name && controlledByUnitedDeployment(&item) {
-				continue // the garbage collector deletes it with its UnitedDeployment
+			if controlledByDeleted(&item) {
+				continue // the garbage collector deletes it with its controller (a UnitedDeployment's TApps)
 			}
 			n++
 			if item.GetDeletionTimestamp() != nil {
@@ -271,9 +272,23 @@ func (o *UninstallOptions) listAll(ctx context.Context, k workload.Kind) ([]unst
 	return list.Items, nil
 }
 
-func controlledByUnitedDeployment(obj *unstructured.Unstructured) bool {
+// controlledByDeleted reports whether obj's controller is of a kind uninstall deletes: the garbage
+// collector deletes obj with it.
+func controlledByDeleted(obj *unstructured.Unstructured) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.Kind == workload.UnitedDeployment.Name
+	if ref == nil {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	for _, k := range deleteOrder {
+		if gv.Group == k.Resource.Group && ref.Kind == k.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // agentDeployment is the agent's Deployment among the manifests.

@@ -38,19 +38,6 @@ func Target(g genericclioptions.RESTClientGetter, cmd *cobra.Command, args []str
 	return workload.Resolve(g, args, files, allowed...)
 }
 
-// Only resolves the workload like Target, for a command that takes no other argument: anything
-// left after the object is refused (NoArgs).
-func Only(g genericclioptions.RESTClientGetter, cmd *cobra.Command, args []string, allowed ...workload.Kind) (workload.Target, error) {
-	target, rest, err := Target(g, cmd, args, allowed...)
-	if err != nil {
-		return workload.Target{}, err
-	}
-	if err := NoArgs(target.Ref, rest); err != nil {
-		return workload.Target{}, err
-	}
-	return target, nil
-}
-
 // RestFunc takes the arguments after TYPE/NAME (or TYPE NAME); an error refuses them.
 type RestFunc func(ref workload.Ref, rest []string) error
 

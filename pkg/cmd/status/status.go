@@ -148,15 +148,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Ref, err)
 	}
-	if k := o.Ref.Kind.Name; k != workload.Canary.Name {
-		// A workload a Canary releases says so: its rollout is the Canary's to drive.
-		if h, err := workload.CanaryHolding(ctx, o.Client, o.Namespace, k, o.Ref.Name); err == nil && h != nil {
-			at := ""
-			if h.Step != "" {
-				at = ", " + h.Step
-			}
-			o.held = fmt.Sprintf("%s %s of canary/%s%s: see kubectl workload status canary/%s", h.Role, k, h.Canary, at, h.Canary)
+	// A workload a Canary releases says so: its rollout is the Canary's to drive.
+	if h, err := workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref); err == nil && h != nil {
+		at := ""
+		if h.Step != "" {
+			at = ", " + h.Step
 		}
+		o.held = fmt.Sprintf("%s %s of canary/%s%s: see kubectl workload status canary/%s", h.Role, o.Ref.Kind.Name, h.Canary, at, h.Canary)
 	}
 	st = o.note(st)
 	if !o.Watch {

@@ -80,13 +80,9 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 func (o *Options) Run(ctx context.Context) error {
 	// A Deployment a Canary scales as its stable or canary one is refused; one a Canary targets
 	// is held paused by it, and the template undo writes is its next release.
-	var holder *workload.Holder
-	if o.Ref.Kind.Name == workload.Deployment.Name {
-		h, err := workload.HeldTarget(ctx, o.Client, o.Namespace, o.Ref, "undo of")
-		if err != nil {
-			return err
-		}
-		holder = h
+	holder, err := workload.UndoHolder(ctx, o.Client, o.Namespace, o.Ref)
+	if err != nil {
+		return err
 	}
 	return o.Do(ctx, o.Out, func(ctx context.Context, obj *unstructured.Unstructured) (workload.Change, error) {
 		if holder == nil {

@@ -1,4 +1,4 @@
-// Package base is what every controller of the agent shares (DESIGN §7): the work queue keyed
+// Package base is what every controller of the agent shares (docs/architecture.md, "The picture"): the work queue keyed
 // by cache.ObjectName with one rate limiter, the event handlers that enqueue an object or the
 // owner of a child, the wait for informer caches, the workers (pkg/controller/worker, which
 // counts every reconcile under the controller's name) and the names an operator sees in Events,

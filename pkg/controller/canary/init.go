@@ -22,6 +22,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		TApps:             c.Informers.Apps().V1alpha1().TApps(),
 		Pods:              c.ManagedInformers.Core().V1().Pods(),
 		Recorder:          c.EventRecorder(EventComponent),
+		Clock:             c.Clock,
 	}
 	if c.GatewayInformers != nil {
 		cfg.Gateway, cfg.HTTPRoutes = c.GatewayClient, c.GatewayInformers.Gateway().V1().HTTPRoutes()

@@ -18,12 +18,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 )
 
 // HashLabel is the label holding a revision's hash (the suffix of its name).
@@ -262,4 +264,21 @@ func Find(revisions []*appsv1.ControllerRevision, name string) *appsv1.Controlle
 		}
 	}
 	return nil
+}
+
+// ListOwned returns the ControllerRevisions of the lister (a cache) that selector selects in
+// owner's namespace and owner controls: a revision of an owner deleted and re-created under the
+// same name is another UID's, and is left out.
+func ListOwned(lister appslisters.ControllerRevisionLister, owner metav1.Object, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	all, err := lister.ControllerRevisions(owner.GetNamespace()).List(selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []*appsv1.ControllerRevision
+	for _, r := range all {
+		if metav1.IsControlledBy(r, owner) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

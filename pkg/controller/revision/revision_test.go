@@ -6,10 +6,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 var parentKind = schema.GroupVersionKind{Group: "apps.workload.dev", Version: "v1alpha1", Kind: "UnitedDeployment"}
@@ -249,5 +252,26 @@ func TestApply(t *testing.T) {
 	got, err = h.Apply(context.Background(), p, Step{Candidate: New(p, parentKind, nil, []byte(`{"b":1}`), 3, &cc), Number: 3}, &cc)
 	if err != nil || got.Revision != 3 || Find([]*appsv1.ControllerRevision{a, got}, got.Name) != got {
 		t.Fatalf("create: %v %v", got, err)
+	}
+}
+
+// ListOwned keeps the selected revisions the parent controls: not another parent's of the same
+// name (another UID), not one the selector leaves out.
+func TestListOwned(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	labelled := map[string]string{"app": "web"}
+	mine := New(parent(), parentKind, labelled, []byte(`{"a":1}`), 1, nil)
+	old := parent()
+	old.UID = "uid-0"
+	theirs := New(old, parentKind, labelled, []byte(`{"a":2}`), 2, nil)
+	unlabelled := New(parent(), parentKind, map[string]string{"app": "other"}, []byte(`{"a":3}`), 3, nil)
+	for _, r := range []*appsv1.ControllerRevision{mine, theirs, unlabelled} {
+		if err := indexer.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ListOwned(appslisters.NewControllerRevisionLister(indexer), parent(), labels.SelectorFromSet(labelled))
+	if err != nil || len(got) != 1 || got[0].Name != mine.Name {
+		t.Errorf("ListOwned = %v %v, want only %s", got, err, mine.Name)
 	}
 }

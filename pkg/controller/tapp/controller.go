@@ -5,27 +5,27 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	appsv1informers "k8s.io/client-go/informers/apps/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appsv1listers "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
-	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
 )
 
-// ControllerName names the controller in logs, metrics, the work queue and events.
-const ControllerName = "tapp"
+const (
+	// ControllerName names the controller in logs, metrics, the work queue and events.
+	ControllerName = "tapp"
+	// Kind is the kind the controller reconciles, in metrics, owner references and Events.
+	Kind = "TApp"
+)
 
 // Controller reconciles TApps.
 type Controller struct {
@@ -47,144 +47,71 @@ type Controller struct {
 	writes *pendingWrites
 	clock  clock.Clock
 
-	// written remembers the last status write per TApp key (see updateStatus).
-	written *expectations.StatusWrites[*appsv1alpha1.TAppStatus]
+	// statuses remembers the last status write per TApp key while the cache lags it (see
+	// updateStatus).
+	statuses *expectations.StatusWrites[*appsv1alpha1.TAppStatus]
+	// podEvents handles the events of the TApps' pods (owners resolved by base.Owners).
+	podEvents cache.ResourceEventHandler
 }
 
-// NewController returns a TApp controller. podInformer, pvcInformer and revisionInformer should
-// be the agent's managed (label-filtered) informers: every pod, PVC and ControllerRevision the
-// controller creates carries app.kubernetes.io/managed-by=workload-agent.
-func NewController(
-	kubeClient kubernetes.Interface,
-	client versioned.Interface,
-	tappInformer appsinformers.TAppInformer,
-	podInformer coreinformers.PodInformer,
-	pvcInformer coreinformers.PersistentVolumeClaimInformer,
-	revisionInformer appsv1informers.ControllerRevisionInformer,
-	recorder record.EventRecorder,
-) *Controller {
-	return newController(kubeClient, client, tappInformer, podInformer, pvcInformer, revisionInformer, recorder, clock.RealClock{})
-}
-
-func newController(
-	kubeClient kubernetes.Interface,
-	client versioned.Interface,
-	tappInformer appsinformers.TAppInformer,
-	podInformer coreinformers.PodInformer,
-	pvcInformer coreinformers.PersistentVolumeClaimInformer,
-	revisionInformer appsv1informers.ControllerRevisionInformer,
-	recorder record.EventRecorder,
-	clk clock.Clock,
-) *Controller {
-	c := &Controller{
-		Base:           base.New(ControllerName, "TApp", recorder),
-		kubeClient:     kubeClient,
-		client:         client,
+// NewController returns a TApp controller built from the agent's context (every controller is
+// built so): TApps from c.Informers; pods, PVCs and ControllerRevisions from c.ManagedInformers,
+// since every pod, claim and revision the controller creates carries
+// app.kubernetes.io/managed-by=workload-agent; Events as EventComponent; time from c.Clock.
+func NewController(c *ctrl.Context) (*Controller, error) {
+	tappInformer := c.Informers.Apps().V1alpha1().TApps()
+	podInformer := c.ManagedInformers.Core().V1().Pods()
+	pvcInformer := c.ManagedInformers.Core().V1().PersistentVolumeClaims()
+	revisionInformer := c.ManagedInformers.Apps().V1().ControllerRevisions()
+	ctl := &Controller{
+		Base:           base.New(ControllerName, Kind, c.EventRecorder(EventComponent)),
+		kubeClient:     c.KubeClient,
+		client:         c.Client,
 		tappLister:     tappInformer.Lister(),
 		podLister:      podInformer.Lister(),
 		pvcLister:      pvcInformer.Lister(),
 		revisionLister: revisionInformer.Lister(),
-		history:        revision.History{Client: kubeClient},
-		expectations:   expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(clk)),
-		writes:         newPendingWrites(clk),
-		written:        expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
-		clock:          clk,
+		history:        revision.History{Client: c.KubeClient},
+		expectations:   expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(c.Clock)),
+		writes:         newPendingWrites(c.Clock),
+		statuses:       expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
+		clock:          c.Clock,
 	}
-	for _, w := range []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{tappInformer.Informer(), c.ObjectHandler()},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
-	} {
-		if err := c.Watch(w.informer, w.handler); err != nil {
-			utilruntime.HandleError(err)
-		}
+	owners := base.NewOwners(ctl.Base, func(namespace, name string) (*appsv1alpha1.TApp, error) {
+		return ctl.tappLister.TApps(namespace).Get(name)
+	})
+	ctl.podEvents = owners.Handler(base.OwnedEvents[*appsv1alpha1.TApp]{
+		Created: func(t *appsv1alpha1.TApp, _ metav1.Object) {
+			ctl.expectations.CreationObserved(expectations.ObjectKey(t))
+		},
+		Deleted: ctl.podDeleted,
+		// A pod being deleted counts as deleted at once, so that the TApp is not blocked for
+		// its whole grace period; the UID-tracking expectations count each pod once, whatever
+		// number of events follow.
+		DeletingIsDeleted: true,
+	})
+	if err := ctl.Watch(tappInformer.Informer(), ctl.ObjectHandler()); err != nil {
+		return nil, err
+	}
+	if err := ctl.Watch(podInformer.Informer(), ctl.podEvents); err != nil {
+		return nil, err
 	}
 	// PVCs and revisions are read, never watched for changes: the informers only have to have
 	// synced.
-	c.WaitFor(pvcInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced)
-	return c
+	ctl.WaitFor(pvcInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced)
+	return ctl, nil
 }
 
 // Run waits for the caches, starts workers and blocks until ctx is done; then it shuts the queue
-// down and returns once the workers have finished their current items.
+// down and returns once the workers have finished their items.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	c.Base.Run(ctx, workers, c.syncHandler)
 }
 
-// resolveControllerRef returns the TApp a controller reference points to, or nil if it points to
-// something else or to a TApp that no longer exists (a new TApp of the same name has another UID).
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1alpha1.TApp {
-	if !c.IsOurs(ref) {
-		return nil
+// podDeleted records a pod of t as gone, and forgets the writes to it still awaited.
+func (c *Controller) podDeleted(t *appsv1alpha1.TApp, obj metav1.Object) {
+	c.expectations.DeletionObserved(expectations.ObjectKey(t), expectations.ObjectKey(obj))
+	if pod, ok := obj.(*corev1.Pod); ok {
+		c.writes.forget(pod)
 	}
-	t, err := c.tappLister.TApps(namespace).Get(ref.Name)
-	if err != nil || t.UID != ref.UID {
-		return nil
-	}
-	return t
-}
-
-func (c *Controller) addPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// On a restart the informer lists pods already terminating: a deletion, not a creation.
-		c.deletePod(pod)
-		return
-	}
-	t := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod))
-	if t == nil {
-		return
-	}
-	key := expectations.ObjectKey(t)
-	c.expectations.CreationObserved(key)
-	c.Queue.Add(cache.MetaObjectToName(t))
-}
-
-func (c *Controller) updatePod(old, cur any) {
-	oldPod, ok1 := old.(*corev1.Pod)
-	curPod, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 || oldPod.ResourceVersion == curPod.ResourceVersion {
-		// Periodic resyncs send the same version; the TApp resync covers them.
-		return
-	}
-	if curPod.DeletionTimestamp != nil {
-		// A graceful deletion shows first as an update setting deletionTimestamp; count the
-		// deletion now so the TApp is not blocked for the whole grace period. The UID-tracking
-		// expectations count each pod once, whatever number of events follow.
-		c.deletePod(curPod)
-		return
-	}
-	oldRef, curRef := metav1.GetControllerOf(oldPod), metav1.GetControllerOf(curPod)
-	if oldRef != nil && (curRef == nil || oldRef.UID != curRef.UID) {
-		if t := c.resolveControllerRef(oldPod.Namespace, oldRef); t != nil {
-			c.Queue.Add(cache.MetaObjectToName(t))
-		}
-	}
-	if t := c.resolveControllerRef(curPod.Namespace, curRef); t != nil {
-		c.Queue.Add(cache.MetaObjectToName(t))
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	o, err := expectations.ObjectFromDeleteEvent(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	pod, ok := o.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	t := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod))
-	if t == nil {
-		return
-	}
-	c.expectations.DeletionObserved(expectations.ObjectKey(t), expectations.ObjectKey(pod))
-	c.writes.forget(pod)
-	c.Queue.Add(cache.MetaObjectToName(t))
 }

@@ -744,17 +744,17 @@ func TestPodEventsResolveOwner(t *testing.T) {
 	f.c.expectations.ExpectCreations(key, 1)
 	stranger := runningPod(tp, 0)
 	stranger.OwnerReferences[0].UID = "someone-else"
-	f.c.addPod(stranger)
+	f.c.podEvents.OnAdd(stranger, false)
 	if f.c.expectations.SatisfiedExpectations(key) {
 		t.Fatal("a pod of another owner was counted")
 	}
-	f.c.addPod(runningPod(tp, 0))
+	f.c.podEvents.OnAdd(runningPod(tp, 0), false)
 	if !f.c.expectations.SatisfiedExpectations(key) {
 		t.Fatal("creation not observed")
 	}
 	p := runningPod(tp, 0)
 	f.c.expectations.ExpectDeletions(key, []string{ns + "/web-0"})
-	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: ns + "/web-0", Obj: p})
+	f.c.podEvents.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/web-0", Obj: p})
 	if !f.c.expectations.SatisfiedExpectations(key) {
 		t.Fatal("deletion through a tombstone not observed")
 	}

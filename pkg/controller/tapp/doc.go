@@ -1,4 +1,4 @@
-// Package tapp is the TApp controller of the workload-agent (DESIGN.md §2.1): it runs instances
+// Package tapp is the TApp controller of the workload-agent (docs/tapp.md): it runs instances
 // with stable ids 0 … replicas-1, each its own pod <tapp>-<id> from its own template, kills and
 // restarts instances one by one, updates pods in place when only images change and re-creates
 // them otherwise, rolling within maxUnavailable in id order.

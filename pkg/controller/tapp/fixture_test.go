@@ -22,6 +22,8 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
@@ -73,7 +75,7 @@ func newFixture(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*corev1.Pod, pv
 // recordedRevision is the ControllerRevision numbered n of tp's current templates.
 func recordedRevision(t *testing.T, tp *appsv1alpha1.TApp, n int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := revisionData(tp)
+	data, err := revisiondata.EncodeTApp(&tp.Spec)
 	must(t, err)
 	rev := revision.New(tp, controllerKind, revisionLabels(tp), data, n, tp.Status.CollisionCount)
 	rev.UID = types.UID("uid-" + rev.Name)
@@ -96,7 +98,7 @@ func newFixtureWithHistory(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*cor
 	}
 	f.client = fake.NewSimpleClientset(objs...)
 	f.kubeClient = k8sfake.NewClientset(kubeObjects...)
-	record := func(a core.Action) (bool, runtime.Object, error) {
+	logAction := func(a core.Action) (bool, runtime.Object, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.log = append(f.log, a)
@@ -111,8 +113,8 @@ func newFixtureWithHistory(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*cor
 		}
 		return false, nil, nil
 	}
-	f.client.PrependReactor("*", "*", record)
-	f.kubeClient.PrependReactor("*", "*", record)
+	f.client.PrependReactor("*", "*", logAction)
+	f.kubeClient.PrependReactor("*", "*", logAction)
 
 	inf := externalversions.NewSharedInformerFactory(f.client, 0)
 	kinf := kubeinformers.NewSharedInformerFactory(f.kubeClient, 0)
@@ -120,7 +122,10 @@ func newFixtureWithHistory(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*cor
 	podInformer := kinf.Core().V1().Pods()
 	pvcInformer := kinf.Core().V1().PersistentVolumeClaims()
 	revisionInformer := kinf.Apps().V1().ControllerRevisions()
-	f.c = newController(f.kubeClient, f.client, tappInformer, podInformer, pvcInformer, revisionInformer, f.recorder, f.clock)
+	c, err := NewController(&ctrl.Context{KubeClient: f.kubeClient, Client: f.client, Informers: inf, ManagedInformers: kinf,
+		EventRecorder: func(string) record.EventRecorder { return f.recorder }, Clock: f.clock})
+	must(t, err)
+	f.c = c
 	f.tappIndexer = tappInformer.Informer().GetIndexer()
 	f.revisionIndexer = revisionInformer.Informer().GetIndexer()
 	for _, o := range kubeObjects {
@@ -284,11 +289,11 @@ func (f *fixture) setPod(p *corev1.Pod) {
 	if exists {
 		must(f.t, f.podIndexer.Update(p))
 		_ = f.kubeClient.Tracker().Update(gvr, p, p.Namespace)
-		f.c.updatePod(old, p)
+		f.c.podEvents.OnUpdate(old, p)
 	} else {
 		must(f.t, f.podIndexer.Add(p))
 		_ = f.kubeClient.Tracker().Add(p)
-		f.c.addPod(p)
+		f.c.podEvents.OnAdd(p, false)
 	}
 }
 
@@ -301,7 +306,7 @@ func (f *fixture) removePod(name string) {
 	}
 	must(f.t, f.podIndexer.Delete(obj))
 	_ = f.kubeClient.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, name)
-	f.c.deletePod(obj)
+	f.c.podEvents.OnDelete(obj)
 }
 
 func (f *fixture) cachedPod(name string) *corev1.Pod {

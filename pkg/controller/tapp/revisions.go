@@ -2,16 +2,14 @@ package tapp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 )
@@ -24,32 +22,6 @@ const defaultRevisionHistoryLimit = 10
 // filtered informer sees them, and the TApp's name, so that a list selects one TApp's history.
 func revisionLabels(t *appsv1alpha1.TApp) map[string]string {
 	return map[string]string{appsv1alpha1.LabelManagedBy: appsv1alpha1.ManagedByAgent, appsv1alpha1.LabelTAppName: t.Name}
-}
-
-// revisionData is what a TApp's revision holds: a patch restoring spec.template and
-// spec.templatePool, the templates an instance can run (which instance runs which template is
-// not part of it).
-func revisionData(t *appsv1alpha1.TApp) ([]byte, error) {
-	spec := struct {
-		Template     corev1.PodTemplateSpec            `json:"template"`
-		TemplatePool map[string]corev1.PodTemplateSpec `json:"templatePool,omitempty"`
-	}{t.Spec.Template, t.Spec.TemplatePool}
-	return json.Marshal(map[string]any{"spec": spec})
-}
-
-// listRevisions returns the ControllerRevisions controlled by t, from the cache.
-func (c *Controller) listRevisions(t *appsv1alpha1.TApp) ([]*appsv1.ControllerRevision, error) {
-	all, err := c.revisionLister.ControllerRevisions(t.Namespace).List(labels.SelectorFromSet(revisionLabels(t)))
-	if err != nil {
-		return nil, err
-	}
-	var out []*appsv1.ControllerRevision
-	for _, r := range all {
-		if metav1.IsControlledBy(r, t) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // revisionPlan is what keeping a TApp's history takes: the step that makes the revision of the
@@ -67,7 +39,9 @@ func computeRevisionPlan(t *appsv1alpha1.TApp, revisions []*appsv1.ControllerRev
 	if t.Status.CollisionCount != nil {
 		rp.collisionCount = *t.Status.CollisionCount
 	}
-	data, err := revisionData(t)
+	// A revision holds the templates an instance can run (which instance runs which template
+	// is not part of it).
+	data, err := revisiondata.EncodeTApp(&t.Spec)
 	if err != nil {
 		return rp, err
 	}
@@ -98,7 +72,7 @@ type revisionResult struct {
 // syncRevisions records the TApp's current templates as its updated revision and deletes the
 // revisions beyond revisionHistoryLimit.
 func (c *Controller) syncRevisions(ctx context.Context, t *appsv1alpha1.TApp) revisionResult {
-	revisions, err := c.listRevisions(t)
+	revisions, err := revision.ListOwned(c.revisionLister, t, labels.SelectorFromSet(revisionLabels(t)))
 	if err != nil {
 		return revisionResult{err: err}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 )
@@ -127,7 +128,7 @@ func TestComputeRevisionPlan(t *testing.T) {
 	if err != nil || rp.step.Existing != nil || rp.step.Number != 1 || len(rp.excess) != 0 {
 		t.Fatalf("no history: %+v, %v", rp, err)
 	}
-	data, _ := revisionData(tp)
+	data, _ := revisiondata.EncodeTApp(&tp.Spec)
 	if rp.step.Candidate.Name != revision.Name("web", revision.Hash(data, nil)) {
 		t.Fatalf("candidate %s", rp.step.Candidate.Name)
 	}

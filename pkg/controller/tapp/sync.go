@@ -29,9 +29,6 @@ import (
 // errExists says a pod to create exists already and belongs to the TApp.
 var errExists = errors.New("pod exists already")
 
-// metricsKind is the kind label of the rollout-progress metrics.
-const metricsKind = "TApp"
-
 // syncHandler reconciles one TApp, reading only from the listers. It returns an error to have the
 // key retried with backoff.
 func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
@@ -44,8 +41,8 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("TApp deleted")
 		c.expectations.DeleteExpectations(key)
-		c.written.Forget(key)
-		metrics.ForgetWorkload(metricsKind, namespace, tappName)
+		c.statuses.Forget(key)
+		metrics.ForgetWorkload(Kind, namespace, tappName)
 		return nil
 	}
 	if err != nil {
@@ -96,7 +93,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	}
 	status, held := computeStatus(t, templates, pods, now, fail)
 	setRevisionStatus(&status, t, rev, held)
-	metrics.SetRolloutProgress(metricsKind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
+	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
 	if err := c.updateStatus(ctx, t, status); err != nil {
 		return errors.Join(manageErr, err)
 	}
@@ -647,7 +644,7 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 		status.Statuses = nil
 	}
 	key := expectations.ObjectKey(t)
-	current, version := c.written.Current(key, t.ResourceVersion, &t.Status)
+	current, version := c.statuses.Current(key, t.ResourceVersion, &t.Status)
 	if equality.Semantic.DeepEqual(*current, status) {
 		return nil
 	}
@@ -656,9 +653,9 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 	cp.Status = status
 	out, err := c.client.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
-		c.written.Forget(key)
+		c.statuses.Forget(key)
 		return err
 	}
-	c.written.Wrote(key, t.ResourceVersion, out.ResourceVersion, out.Status.DeepCopy())
+	c.statuses.Wrote(key, t.ResourceVersion, out.ResourceVersion, out.Status.DeepCopy())
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // controllerKind is the GroupVersionKind of the owner references on TApp pods.
-var controllerKind = appsv1alpha1.SchemeGroupVersion.WithKind("TApp")
+var controllerKind = appsv1alpha1.SchemeGroupVersion.WithKind(Kind)
 
 // hashObject hashes the JSON form of obj. JSON of Go structs and maps is deterministic (fields
 // in declaration order, map keys sorted), and fields added to the API later are omitted while

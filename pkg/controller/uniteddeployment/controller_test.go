@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	core "k8s.io/client-go/testing"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 )
@@ -89,18 +90,11 @@ func threeZones(kind string, replicas int32) *appsv1alpha1.UnitedDeployment {
 // revisionName is the name of the revision of ud's current template (no collision).
 func revisionName(t *testing.T, ud *appsv1alpha1.UnitedDeployment) string {
 	t.Helper()
-	data, err := revisionData(ud)
+	data, err := revisiondata.EncodeUnitedDeployment(&ud.Spec.Template)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return revision.Name(ud.Name, revision.Hash(data, nil))
-}
-
-// podSpecOf returns the pod template of a written workload.
-func podSpecOf(t *testing.T, o runtime.Object) (*corev1.PodTemplateSpec, int32) {
-	t.Helper()
-	tmpl, replicas, _ := podTemplateOf(o.(metav1.Object))
-	return tmpl, replicas
 }
 
 func partitionOfObject(o runtime.Object) int32 {
@@ -177,7 +171,7 @@ func TestCreateSubsets(t *testing.T) {
 	)
 
 	cr := f.written(0).(*appsv1.ControllerRevision)
-	data, _ := revisionData(ud)
+	data, _ := revisiondata.EncodeUnitedDeployment(&ud.Spec.Template)
 	if string(cr.Data.Raw) != string(data) || cr.Revision != 1 || !metav1.IsControlledBy(cr, ud) ||
 		cr.Labels[appsv1alpha1.LabelUnitedDeploymentName] != "web" {
 		t.Fatalf("revision %+v", cr)
@@ -790,7 +784,7 @@ func TestRevisionNameCollision(t *testing.T) {
 	f.sync("web")
 	got := f.actions()
 	cc := int32(1)
-	data, _ := revisionData(ud)
+	data, _ := revisiondata.EncodeUnitedDeployment(&ud.Spec.Template)
 	rev2 := revision.Name("web", revision.Hash(data, &cc))
 	if got[0] != "create controllerrevisions "+rev || got[1] != "get controllerrevisions "+rev || got[2] != "create controllerrevisions "+rev2 {
 		t.Fatalf("actions %v", got)

@@ -8,6 +8,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -19,9 +20,9 @@ type deployments struct {
 	listed appslisters.DeploymentLister
 }
 
-func newDeployments(s sources) (workloadKind, cache.SharedIndexInformer) {
-	inf := s.kubeInformers.Apps().V1().Deployments()
-	return subsetKind[*appsv1.Deployment]{deployments{s.kube, inf.Lister()}}, inf.Informer()
+func newDeployments(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
+	inf := c.ManagedInformers.Apps().V1().Deployments()
+	return subsetKind[*appsv1.Deployment]{deployments{c.KubeClient, inf.Lister()}}, inf.Informer()
 }
 
 func (deployments) kind() string         { return "Deployment" }

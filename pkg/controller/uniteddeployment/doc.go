@@ -1,12 +1,12 @@
-// Package uniteddeployment is the UnitedDeployment controller (DESIGN.md §2.2): one service
+// Package uniteddeployment is the UnitedDeployment controller (docs/uniteddeployment.md): one service
 // spread over subsets (usually zones), each run by one workload — a StatefulSet, a Deployment or
 // a TApp — made from the UnitedDeployment's template with the subset's node selector term and
 // tolerations merged in. It splits spec.replicas among the subsets, keeps a ControllerRevision
 // per distinct spec.template and releases a new template subset by subset through per-subset
 // partitions.
 //
-// The controller has the shape of every controller of the agent (DESIGN.md §7, the TApp
-// controller being the model), on the shared base (pkg/controller/base: a queue of
+// The controller has the shape of every controller of the agent (docs/architecture.md, "The
+// picture"; the TApp controller is the model), on the shared base (pkg/controller/base: a queue of
 // cache.ObjectName keys named "uniteddeployment" with the shared rate limiter, Events from
 // "uniteddeployment-controller"). syncHandler (sync.go) runs named steps:
 //
@@ -18,7 +18,7 @@
 //     of spec.template; once that revision exists, planSubsets decides which workloads to
 //     create, update (built in full, written only when they differ) and delete, what is held
 //     and which old revisions go.
-//   - writes (execute.go): the revision, then creates, updates and deletes under expectations
+//   - writes (execute.go, planAndWrite): the revision, then creates, updates and deletes under expectations
 //     (the next sync waits until the cache shows them), then old revisions; every write the API
 //     server refuses is recorded as a failure with the server's message and an Event.
 //   - status (status.go, pure): computeStatus from the observation and what the sync did;

@@ -44,8 +44,9 @@ func (r *result) hold(reason, subset string) {
 	r.notUpdated[reason] = append(r.notUpdated[reason], subset)
 }
 
-// reconcile plans and makes the writes to revisions and subset workloads.
-func (c *Controller) reconcile(ctx context.Context, key string, obs *observation) *result {
+// planAndWrite plans (computePlan, planSubsets: pure) and makes the writes to revisions and
+// subset workloads.
+func (c *Controller) planAndWrite(ctx context.Context, key string, obs *observation) *result {
 	p := computePlan(obs)
 	r := &result{alloc: p.alloc, collisionCount: p.revision.collisionCount}
 	if p.blocked != nil {

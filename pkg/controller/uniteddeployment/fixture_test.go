@@ -20,7 +20,9 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
@@ -96,12 +98,13 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	depInf := kinf.Apps().V1().Deployments()
 	revInf := kinf.Apps().V1().ControllerRevisions()
 	podInf := kinf.Core().V1().Pods()
-	c, err := NewController(f.kubeClient, f.client, kinf, inf, podInf, f.recorder)
+	c, err := NewController(&ctrl.Context{KubeClient: f.kubeClient, Client: f.client, Informers: inf, ManagedInformers: kinf,
+		EventRecorder: func(string) record.EventRecorder { return f.recorder }, Clock: clock.RealClock{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
-	f.handler = c.workloadHandler()
+	f.handler = c.workloadEvents
 	f.indexers = map[schema.GroupVersionResource]cache.Indexer{
 		gvrUD:   udInf.Informer().GetIndexer(),
 		gvrTApp: tappInf.Informer().GetIndexer(),

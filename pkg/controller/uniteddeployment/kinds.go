@@ -8,30 +8,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
-	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
 
 // subsetKinds builds every subset kind, with the informer its workloads are watched through, in
 // the order spec.template's fields are checked. A kind is one file (accessors and a constructor,
 // see statefulset.go) and one entry here.
-var subsetKinds = []func(sources) (workloadKind, cache.SharedIndexInformer){
+var subsetKinds = []func(*ctrl.Context) (workloadKind, cache.SharedIndexInformer){
 	newStatefulSets,
 	newDeployments,
 	newTApps,
-}
-
-// sources is what a subset kind reads and writes through.
-type sources struct {
-	kube          kubernetes.Interface
-	ours          versioned.Interface
-	kubeInformers informers.SharedInformerFactory
-	ourInformers  externalversions.SharedInformerFactory
 }
 
 // workload is the Go type of a subset workload kind (*appsv1.StatefulSet, …).

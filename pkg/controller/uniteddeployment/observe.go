@@ -53,7 +53,7 @@ func (c *Controller) observe(key string, ud *appsv1alpha1.UnitedDeployment) (*ob
 	}
 	obs.sortWorkloads()
 	var err error
-	if obs.revisions, err = c.listRevisions(ud); err != nil {
+	if obs.revisions, err = revision.ListOwned(c.revisionLister, ud, ownedSelector(ud)); err != nil {
 		return nil, err
 	}
 	revision.Sort(obs.revisions)
@@ -88,21 +88,6 @@ func (o *observation) sortWorkloads() {
 		}
 		return a.subset.Object.GetName() < b.subset.Object.GetName()
 	})
-}
-
-// listRevisions returns the ControllerRevisions controlled by ud, from the cache.
-func (c *Controller) listRevisions(ud *appsv1alpha1.UnitedDeployment) ([]*appsv1.ControllerRevision, error) {
-	all, err := c.revisionLister.ControllerRevisions(ud.Namespace).List(ownedSelector(ud))
-	if err != nil {
-		return nil, err
-	}
-	var out []*appsv1.ControllerRevision
-	for _, r := range all {
-		if metav1.IsControlledBy(r, ud) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // podCounts counts the active pods of a group.

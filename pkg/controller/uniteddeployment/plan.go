@@ -1,7 +1,6 @@
 package uniteddeployment
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 )
@@ -79,15 +80,10 @@ func computePlan(obs *observation) *plan {
 	return p
 }
 
-// revisionData is what a revision holds: a patch that restores spec.template.
-func revisionData(ud *appsv1alpha1.UnitedDeployment) ([]byte, error) {
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": ud.Spec.Template}})
-}
-
 // plan finds the revision of spec.template among revisions (sorted oldest first), or names the
 // one to create.
 func (rp *revisionPlan) plan(ud *appsv1alpha1.UnitedDeployment, revisions []*appsv1.ControllerRevision) {
-	data, err := revisionData(ud)
+	data, err := revisiondata.EncodeUnitedDeployment(&ud.Spec.Template)
 	if err != nil {
 		rp.err = err
 		return
@@ -193,15 +189,7 @@ func subsetSpecs(ud *appsv1alpha1.UnitedDeployment, alloc map[string]int32, upda
 
 // partitionOf is the partition of a subset: absent means 0, capped at the subset's replicas.
 func partitionOf(ud *appsv1alpha1.UnitedDeployment, subset string, replicas int32) int32 {
-	mu := ud.Spec.UpdateStrategy.ManualUpdate
-	if mu == nil {
-		return 0
-	}
-	p, ok := mu.Partitions[subset]
-	if !ok || p < 0 {
-		return 0
-	}
-	return min(p, replicas)
+	return min(partition.Subset(ud, subset), replicas)
 }
 
 // planOwn creates the workload of each listed subset that has none and deletes all but the

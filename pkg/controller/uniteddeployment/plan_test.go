@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 )
@@ -98,7 +99,7 @@ func (w *world) revision(number int64, mutate ...func(*appsv1alpha1.UnitedDeploy
 	for _, m := range mutate {
 		m(from)
 	}
-	data, err := revisionData(from)
+	data, err := revisiondata.EncodeUnitedDeployment(&from.Spec.Template)
 	if err != nil {
 		panic(err)
 	}

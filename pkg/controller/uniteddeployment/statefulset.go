@@ -8,6 +8,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
 
@@ -19,9 +20,9 @@ type statefulSets struct {
 	listed appslisters.StatefulSetLister
 }
 
-func newStatefulSets(s sources) (workloadKind, cache.SharedIndexInformer) {
-	inf := s.kubeInformers.Apps().V1().StatefulSets()
-	return subsetKind[*appsv1.StatefulSet]{statefulSets{s.kube, inf.Lister()}}, inf.Informer()
+func newStatefulSets(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
+	inf := c.ManagedInformers.Apps().V1().StatefulSets()
+	return subsetKind[*appsv1.StatefulSet]{statefulSets{c.KubeClient, inf.Lister()}}, inf.Informer()
 }
 
 func (statefulSets) kind() string         { return "StatefulSet" }

@@ -25,7 +25,7 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 		// Its workloads and revisions go with it through their owner references.
 		c.expectations.DeleteExpectations(key)
 		c.statuses.Forget(key)
-		metrics.ForgetWorkload(kind, name.Namespace, name.Name)
+		metrics.ForgetWorkload(Kind, name.Namespace, name.Name)
 		return nil
 	}
 	if err != nil {
@@ -44,10 +44,10 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 	if err != nil {
 		return err
 	}
-	r := c.reconcile(ctx, key, obs)
+	r := c.planAndWrite(ctx, key, obs)
 	status := computeStatus(obs, r)
 	c.report(obs, r, status)
-	metrics.SetRolloutProgress(kind, ud.Namespace, ud.Name, appsv1alpha1.ReplicasOrDefault(ud.Spec.Replicas), status.UpdatedReplicas, status.ReadyReplicas)
+	metrics.SetRolloutProgress(Kind, ud.Namespace, ud.Name, appsv1alpha1.ReplicasOrDefault(ud.Spec.Replicas), status.UpdatedReplicas, status.ReadyReplicas)
 	if err := c.writeStatus(ctx, key, obs, status); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("updating status: %w", err))
 	}

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
@@ -17,9 +18,9 @@ type tapps struct {
 	listed listers.TAppLister
 }
 
-func newTApps(s sources) (workloadKind, cache.SharedIndexInformer) {
-	inf := s.ourInformers.Apps().V1alpha1().TApps()
-	return subsetKind[*appsv1alpha1.TApp]{tapps{s.ours, inf.Lister()}}, inf.Informer()
+func newTApps(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
+	inf := c.Informers.Apps().V1alpha1().TApps()
+	return subsetKind[*appsv1alpha1.TApp]{tapps{c.Client, inf.Lister()}}, inf.Informer()
 }
 
 func (tapps) kind() string         { return "TApp" }

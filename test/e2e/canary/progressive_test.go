@@ -19,7 +19,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/promharness"
 )
 
-// Progressive delivery end to end (DESIGN §2.4): timed pauses, the progress deadline, and
+// Progressive delivery end to end (docs/canary.md): timed pauses, the progress deadline, and
 // analysis that passes, fails (the release rolls back by itself) or cannot decide, against
 // the real parts: a Prometheus built from its module scraping test/exporter, Jobs run by
 // kube-controller-manager whose pods kwok finishes, and kwok pods of a restarting image. The

@@ -11,7 +11,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/invariant"
 )
 
-// The surge bound end to end (DESIGN §2.4): 10 replicas jumping from 0 to 60% then 100% under
+// The surge bound end to end (docs/canary.md, "Surge bound"): 10 replicas jumping from 0 to 60% then 100% under
 // a maxSurge of 2 pods or 30% (3). Every step is larger than the budget, so each is reached in
 // sub-steps. Two watchers fail the test the moment a bound breaks: setup's (available stable +
 // canary pods ≥ 10, and pods ≤ 10 + maxSurge) and test/invariant's Surge on the same pods.

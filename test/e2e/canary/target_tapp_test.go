@@ -18,7 +18,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
-// A Canary with targetRef {kind: TApp} releases a TApp in place (DESIGN §2.5): it holds
+// A Canary with targetRef {kind: TApp} releases a TApp in place (docs/canary-targets.md): it holds
 // spec.updateStrategy.partition at replicas, so that a new template updates no instance, then
 // lowers it step by step; the agent's TApp controller updates the instances with the highest ids
 // (in place: only the image changes), within the TApp's maxUnavailable (1). A failing check

@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
 )
 
-// A Canary with targetRef releases a StatefulSet in place (DESIGN §2.5): it holds the
+// A Canary with targetRef releases a StatefulSet in place (docs/canary-targets.md): it holds the
 // partition at replicas, so that `kubectl set image` on the StatefulSet updates no pod, then
 // releases the new revision through the steps, pauses and analysis; a failing check writes the
 // stable revision's template back and kube-controller-manager returns the pods to it; a retry

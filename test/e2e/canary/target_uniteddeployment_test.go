@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
-// A Canary with a UnitedDeployment targetRef releases it zone by zone (DESIGN §2.5): steps name
+// A Canary with a UnitedDeployment targetRef releases it zone by zone (docs/canary-targets.md): steps name
 // the subsets they release, the agent sets the per-subset partitions, the subsets' StatefulSets
 // update their pods. A pod watcher fails the test the moment a zone's pod moves to an image
 // before every pod of the zones released before it ran that image, a zone has fewer than its

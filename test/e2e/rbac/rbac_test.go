@@ -2,7 +2,6 @@ package rbac
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/config"
 	agentrbac "github.com/kubectl-workload/kubectl-workload/config/agent"
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -588,14 +588,14 @@ func (e *env) unitedDeploymentScenario(t *testing.T) {
 
 	// Take the name of orders' first revision with another revision: the agent's create fails
 	// with AlreadyExists, it gets the revision, sees other data and counts a collision. The name
-	// is the hash of the revision data, {"spec":{"template":…}} of the object as stored, which a
+	// is the hash of the revision data (revisiondata) of the object as stored, which a
 	// server-side dry run returns with every default.
 	ud := decode[v1alpha1.UnitedDeployment](t, udOrders)
 	dry, err := uds.Create(e.ctx, ud, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": dry.Spec.Template}})
+	data, err := revisiondata.EncodeUnitedDeployment(&dry.Spec.Template)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -177,5 +176,3 @@ func (iw *invariantWatcher) verify(t *testing.T) {
 	iw.Verify(t)
 	t.Logf("invariant watcher: at most %d instances unavailable at once", iw.maxSeen)
 }
-
-func notFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
 )
@@ -32,8 +33,7 @@ func owner(kind, name, uid string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
 }
 
-func mustJSON(v interface{}) []byte {
-	b, err := json.Marshal(v)
+func must(b []byte, err error) []byte {
 	if err != nil {
 		panic(err)
 	}
@@ -52,7 +52,7 @@ func udRevision(name string, number int64, image, ownerUID string) *appsv1.Contr
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace,
 			Labels:          map[string]string{v1alpha1.LabelUnitedDeploymentName: "orders", "controller.kubernetes.io/hash": name[len("orders-"):]},
 			OwnerReferences: owner("UnitedDeployment", "orders", ownerUID)},
-		Data:     runtime.RawExtension{Raw: mustJSON(map[string]interface{}{"spec": map[string]interface{}{"template": udTemplate(image)}})},
+		Data:     runtime.RawExtension{Raw: must(revisiondata.EncodeUnitedDeployment(ptr.To(udTemplate(image))))},
 		Revision: number,
 	}
 }
@@ -70,17 +70,12 @@ func DSRevision(name string, number int64, image string) *appsv1.ControllerRevis
 // NativeRevision is a ControllerRevision of workload app (its kind, short name and uid) as the
 // StatefulSet and DaemonSet controllers write it: a patch that replaces spec.template.
 func NativeRevision(kind, short, app, uid, name string, number int64, image string) *appsv1.ControllerRevision {
-	tpl := map[string]interface{}{}
-	if err := json.Unmarshal(mustJSON(PodTemplate(app, image)), &tpl); err != nil {
-		panic(err)
-	}
-	tpl["$patch"] = "replace"
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cmdtest.Namespace,
 			Labels:          map[string]string{"app": app, "controller.kubernetes.io/hash": name[len(app+"-"):]},
 			Annotations:     map[string]string{"kubernetes.io/change-cause": "kubectl set image " + short + "/" + app + " app=" + image},
 			OwnerReferences: owner(kind, app, uid)},
-		Data:     runtime.RawExtension{Raw: mustJSON(map[string]interface{}{"spec": map[string]interface{}{"template": tpl}})},
+		Data:     runtime.RawExtension{Raw: must(revisiondata.EncodeNative(ptr.To(PodTemplate(app, image))))},
 		Revision: number,
 	}
 }
@@ -88,9 +83,9 @@ func NativeRevision(kind, short, app, uid, name string, number int64, image stri
 // TAppRevision is a ControllerRevision as the TApp controller writes it: spec.template running
 // image, and a templatePool entry blue running blue when blue is not empty.
 func TAppRevision(tapp, uid, hash string, number int64, image, blue string) *appsv1.ControllerRevision {
-	spec := map[string]interface{}{"template": PodTemplate(tapp, image)}
+	spec := &v1alpha1.TAppSpec{Template: PodTemplate(tapp, image)}
 	if blue != "" {
-		spec["templatePool"] = map[string]corev1.PodTemplateSpec{"blue": PodTemplate(tapp, blue)}
+		spec.TemplatePool = map[string]corev1.PodTemplateSpec{"blue": PodTemplate(tapp, blue)}
 	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: tapp + "-" + hash, Namespace: cmdtest.Namespace,
@@ -98,7 +93,7 @@ func TAppRevision(tapp, uid, hash string, number int64, image, blue string) *app
 				"controller.kubernetes.io/hash": hash},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "TApp",
 				Name: tapp, UID: types.UID(uid), Controller: ptr.To(true)}}},
-		Data:     runtime.RawExtension{Raw: mustJSON(map[string]interface{}{"spec": spec})},
+		Data:     runtime.RawExtension{Raw: must(revisiondata.EncodeTApp(spec))},
 		Revision: number,
 	}
 }
@@ -155,7 +150,7 @@ func Objects() []runtime.Object {
 
 	web := &v1alpha1.TApp{ObjectMeta: meta("web", "tapp-uid", nil)}
 	web.Spec.Template = PodTemplate("web", "nginx:1.25")
-	web.Annotations = map[string]string{"tapp.apps.workload.dev/previous-template": string(mustJSON(map[string]interface{}{"template": PodTemplate("web", "nginx:1.23")}))}
+	web.Annotations = map[string]string{"tapp.apps.workload.dev/previous-template": string(must(json.Marshal(map[string]interface{}{"template": PodTemplate("web", "nginx:1.23")})))}
 	web.Status.UpdateRevision = "web-bbb"
 	plain := &v1alpha1.TApp{ObjectMeta: meta("plain", "plain-uid", nil)}
 	plain.Spec.Template = PodTemplate("plain", "nginx:1.25")
