@@ -100,6 +100,12 @@ var Permissions = []Permission{
 	{workloads, "canaries/status", "update", "", "canary: status update at the end of a sync"},
 	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
+	// Analysis templates: read only, through informers (templates.go of the Canary controller).
+	{workloads, "analysistemplates", "list", "", informerList + "; canary: the templates spec.analysis entries name"},
+	{workloads, "analysistemplates", "watch", "", informerWatch},
+	{workloads, "clusteranalysistemplates", "list", "", informerList + "; canary: the templates spec.analysis entries name"},
+	{workloads, "clusteranalysistemplates", "watch", "", informerWatch},
+
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
 	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, target_daemonset.go)"},
 	{core, "pods", "watch", "", informerWatch},

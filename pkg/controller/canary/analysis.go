@@ -24,7 +24,7 @@ type measured struct {
 // talks to a provider (Prometheus, the Job API, the pod cache); the plan then judges what it
 // measured (bake.go). A provider that cannot be built or reached counts as an error
 // measurement: retried, then inconclusive, never a pass.
-func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, canaryDep *appsv1.Deployment, now time.Time) map[string]measured {
+func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, view *analysisView, canaryDep *appsv1.Deployment, now time.Time) map[string]measured {
 	st := &cn.Status
 	k := st.CurrentBatch
 	if k < 1 || int(k) > len(st.Batches) || st.Abort != nil || cn.Spec.Rollback {
@@ -35,8 +35,8 @@ func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, canaryDep
 	}
 	out := map[string]measured{}
 	for _, cs := range st.Analysis {
-		check := findCheck(cn.Spec.Analysis, cs.Name)
-		if check == nil || (cs.Phase != v1alpha1.AnalysisRunning && cs.Phase != "") {
+		check := view.check(cs.Name)
+		if check == nil || check.TemplateRef != nil || (cs.Phase != v1alpha1.AnalysisRunning && cs.Phase != "") {
 			continue
 		}
 		started := cn.CreationTimestamp

@@ -77,6 +77,9 @@ func (r *plan) decide() {
 		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
 		return
 	}
+	for i := range steps {
+		steps[i].analysis = r.obs.analysis.expand(steps[i].analysis)
+	}
 	r.steps = steps
 	switch r.rel.begin() {
 	case holding:

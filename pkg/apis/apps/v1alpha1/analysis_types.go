@@ -9,7 +9,10 @@ import (
 // Canary): a provider measures, the conditions judge each measurement, and the limits turn
 // the measurements into a verdict. See docs/analysis.md.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.provider.prometheus) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus check needs successCondition or failureCondition: nothing else says what a good value is"
+// +kubebuilder:validation:XValidation:rule="has(self.provider) != has(self.templateRef)",message="set provider (an inline check) or templateRef (the checks of a template), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.templateRef) || !(has(self.interval) || has(self.count) || has(self.failureLimit) || has(self.inconclusiveLimit) || has(self.consecutiveErrorLimit) || has(self.successCondition) || has(self.failureCondition))",message="an entry with templateRef sets only name, templateRef and args: the template's checks say the rest"
+// +kubebuilder:validation:XValidation:rule="!has(self.args) || has(self.templateRef)",message="args needs templateRef: they are the values of the template's arguments"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || !has(self.provider.prometheus) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus check needs successCondition or failureCondition: nothing else says what a good value is"
 // +kubebuilder:validation:XValidation:rule="!has(self.count) || self.count == 1 || has(self.interval)",message="count above 1 needs interval: the time between measurements"
 type AnalysisCheck struct {
 	// Name identifies the check; steps list checks by it and status reports by it.
@@ -65,7 +68,67 @@ type AnalysisCheck struct {
 	FailureCondition string `json:"failureCondition,omitempty"`
 
 	// Provider says where measurements come from: exactly one of prometheus, job, podHealth.
-	Provider AnalysisProvider `json:"provider"`
+	// Every inline check sets it; an entry with templateRef does not.
+	// +optional
+	Provider AnalysisProvider `json:"provider,omitzero"`
+
+	// TemplateRef makes this entry of a Canary's spec.analysis run every check of a template
+	// instead of one inline check; a step naming the entry runs them all.
+	// +optional
+	TemplateRef *AnalysisTemplateRef `json:"templateRef,omitempty"`
+
+	// Args are the values of the template's arguments, written {{args.NAME}} in its checks.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Args []AnalysisArgValue `json:"args,omitempty"`
+}
+
+// AnalysisTemplateRef names the template an entry of spec.analysis runs.
+type AnalysisTemplateRef struct {
+	// Kind is AnalysisTemplate (in the Canary's namespace) or ClusterAnalysisTemplate.
+	// +kubebuilder:validation:Enum=AnalysisTemplate;ClusterAnalysisTemplate
+	Kind string `json:"kind"`
+	// Name is the template's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Kinds of template an entry may refer to.
+const (
+	KindAnalysisTemplate        = "AnalysisTemplate"
+	KindClusterAnalysisTemplate = "ClusterAnalysisTemplate"
+)
+
+// AnalysisArgValue gives one argument of a template its value: a literal or a field of the
+// Canary.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="set value or valueFrom, not both"
+type AnalysisArgValue struct {
+	// Name is the argument's name in the template's spec.args.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	Name string `json:"name"`
+	// Value is the literal value.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Value *string `json:"value,omitempty"`
+	// ValueFrom takes the value from a field of the Canary.
+	// +optional
+	ValueFrom *AnalysisArgSource `json:"valueFrom,omitempty"`
+}
+
+// AnalysisArgSource is where an argument's value comes from.
+type AnalysisArgSource struct {
+	// FieldPath is the Canary's field: metadata.name, metadata.namespace, spec.canary.name and
+	// spec.stableRef.name (the canary and stable Deployments), status.target.stableRevision
+	// and status.target.updateRevision (a target's revisions). A field that is empty leaves
+	// the argument unset, and the release waits until it is set.
+	// +kubebuilder:validation:Enum=metadata.name;metadata.namespace;spec.canary.name;spec.stableRef.name;status.target.stableRevision;status.target.updateRevision
+	FieldPath string `json:"fieldPath"`
 }
 
 // AnalysisProvider is where a check's measurements come from.
@@ -150,8 +213,13 @@ const MaxAnalysisMeasurements = 10
 
 // AnalysisCheckStatus is the state of one check of the current step.
 type AnalysisCheckStatus struct {
-	// Name is the check's name in spec.analysis.
+	// Name is the check's name in spec.analysis; a check of a template is named
+	// "<entry>.<check>".
 	Name string `json:"name"`
+
+	// Template is the template a check came from, "Kind/name"; empty for an inline check.
+	// +optional
+	Template string `json:"template,omitempty"`
 
 	// Phase is Running, Successful, Failed, Inconclusive or Error.
 	// +optional

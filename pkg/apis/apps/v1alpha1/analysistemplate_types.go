@@ -49,6 +49,18 @@ type ClusterAnalysisTemplate struct {
 	Spec AnalysisTemplateSpec `json:"spec"`
 }
 
+// The Canary's condition about the templates its spec.analysis names, and its reasons.
+const (
+	// ConditionAnalysisResolved (Canary) is False while an entry of spec.analysis names a
+	// template that does not exist or leaves an argument unset (the release waits), True once
+	// every template is found; absent when spec.analysis names no template.
+	ConditionAnalysisResolved      = "AnalysisResolved"
+	ReasonResolved                 = "Resolved"
+	ReasonAnalysisTemplateNotFound = "TemplateNotFound"
+	ReasonArgumentUnset            = "ArgumentUnset"
+	ReasonInvalidArgument          = "InvalidArgument"
+)
+
 // MaxTemplateChecks is the most checks a template holds, and MaxTemplateArgs the most
 // arguments: enough for a service's SLOs, and small enough that the CEL rules over them stay
 // within the API server's cost budget.
@@ -58,6 +70,8 @@ const (
 )
 
 // AnalysisTemplateSpec is what a template declares: its arguments and its checks.
+//
+// +kubebuilder:validation:XValidation:rule="self.checks.all(c, has(c.provider) && !has(c.templateRef) && !has(c.args))",message="checks of a template are inline: each sets provider, not templateRef or args"
 type AnalysisTemplateSpec struct {
 	// Args are the arguments the checks use as {{args.NAME}}. An argument without a value must
 	// be given one by every Canary that uses the template; one with a value is a default.
