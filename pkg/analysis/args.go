@@ -79,6 +79,15 @@ func Substitute(check *appsv1alpha1.AnalysisCheck, args Args) (*appsv1alpha1.Ana
 		sub.text("provider.prometheus.address", &p.Address, urlArg)
 		sub.text("provider.prometheus.query", &p.Query, promQLArg)
 	}
+	if w := out.Provider.Web; w != nil {
+		sub.text("provider.web.url", &w.URL, urlArg)
+		for i := range w.Headers {
+			if w.Headers[i].Value != nil {
+				sub.text("provider.web.headers", w.Headers[i].Value, headerArg)
+			}
+		}
+		sub.text("provider.web.body", &w.Body, jsonArg)
+	}
 	if j := out.Provider.Job; j != nil {
 		for i := range j.Template.Spec.Template.Spec.Containers {
 			c := &j.Template.Spec.Template.Spec.Containers[i]
@@ -143,6 +152,10 @@ func promQLArg(before, v string) (string, error) {
 
 func celArg(before, v string) (string, error) {
 	return quoted(before, v, "\"'", celToken, "a number, true or false")
+}
+
+func jsonArg(before, v string) (string, error) {
+	return quoted(before, v, `"`, celToken, "a number, true or false")
 }
 
 // quoted escapes v for the string literal open at the end of before, or checks that it is a

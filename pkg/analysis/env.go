@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -45,6 +47,8 @@ func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, er
 			return nil, fmt.Errorf("check %s: job provider needs a client", check.Name)
 		}
 		return &Job{Client: e.Client, Jobs: e.Jobs, Namespace: t.Namespace, Owner: t.Owner, Run: t.Run, Template: p.Job.Template}, nil
+	case p.Web != nil:
+		return e.web(check, p.Web, t.Namespace)
 	case p.PodHealth != nil:
 		if e.Pods == nil || t.CanaryPods == nil {
 			return nil, fmt.Errorf("check %s: podHealth needs a pod lister and the canary's pod selector", check.Name)
@@ -52,4 +56,48 @@ func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, er
 		return PodHealth{Pods: e.Pods.Pods(t.Namespace), Selector: t.CanaryPods}, nil
 	}
 	return nil, fmt.Errorf("check %s sets no provider", check.Name)
+}
+
+// web builds the provider of a web check; header values from Secrets are read in namespace at
+// each measurement.
+func (e Env) web(check *appsv1alpha1.AnalysisCheck, p *appsv1alpha1.WebProvider, namespace string) (Provider, error) {
+	headers := http.Header{}
+	secrets := map[string]SecretKey{}
+	for _, h := range p.Headers {
+		switch {
+		case h.Value != nil:
+			headers.Set(h.Name, *h.Value)
+		case h.ValueFrom != nil:
+			secrets[h.Name] = SecretKey{Name: h.ValueFrom.SecretKeyRef.Name, Key: h.ValueFrom.SecretKeyRef.Key}
+		}
+	}
+	if len(secrets) > 0 && e.Client == nil {
+		return nil, fmt.Errorf("check %s: a header from a Secret needs a client", check.Name)
+	}
+	timeout := time.Duration(0)
+	if p.TimeoutSeconds != nil {
+		timeout = time.Duration(*p.TimeoutSeconds) * time.Second
+	}
+	w, err := NewWeb(p.Method, p.URL, headers, p.Body, timeout, e.Transport)
+	if err != nil {
+		return nil, err
+	}
+	w.SecretHeaders, w.Secret = secrets, e.secretReader(namespace)
+	return w, nil
+}
+
+// secretReader reads one key of a Secret of namespace with a GET of that Secret alone: the agent
+// caches no Secret and reads none a check does not name.
+func (e Env) secretReader(namespace string) func(context.Context, SecretKey) (string, error) {
+	return func(ctx context.Context, ref SecretKey) (string, error) {
+		s, err := e.Client.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading Secret %s: %v", ref.Name, err)
+		}
+		v, ok := s.Data[ref.Key]
+		if !ok {
+			return "", fmt.Errorf("Secret %s has no key %s", ref.Name, ref.Key)
+		}
+		return string(v), nil
+	}
 }

@@ -12,7 +12,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.provider) != has(self.templateRef)",message="set provider (an inline check) or templateRef (the checks of a template), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.templateRef) || !(has(self.interval) || has(self.count) || has(self.failureLimit) || has(self.inconclusiveLimit) || has(self.consecutiveErrorLimit) || has(self.successCondition) || has(self.failureCondition))",message="an entry with templateRef sets only name, templateRef and args: the template's checks say the rest"
 // +kubebuilder:validation:XValidation:rule="!has(self.args) || has(self.templateRef)",message="args needs templateRef: they are the values of the template's arguments"
-// +kubebuilder:validation:XValidation:rule="!has(self.provider) || !has(self.provider.prometheus) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus check needs successCondition or failureCondition: nothing else says what a good value is"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || !(has(self.provider.prometheus) || has(self.provider.web)) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus or web check needs successCondition or failureCondition: nothing else says what a good value is"
 // +kubebuilder:validation:XValidation:rule="!has(self.count) || self.count == 1 || has(self.interval)",message="count above 1 needs interval: the time between measurements"
 type AnalysisCheck struct {
 	// Name identifies the check; steps list checks by it and status reports by it.
@@ -133,7 +133,7 @@ type AnalysisArgSource struct {
 
 // AnalysisProvider is where a check's measurements come from.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.job), has(self.podHealth)].filter(p, p).size() == 1",message="provider must set exactly one of prometheus, job, podHealth"
+// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.job), has(self.podHealth), has(self.web)].filter(p, p).size() == 1",message="provider must set exactly one of prometheus, job, podHealth, web"
 type AnalysisProvider struct {
 	// Prometheus queries a Prometheus server's HTTP API; result is the query's value.
 	// +optional
@@ -147,6 +147,86 @@ type AnalysisProvider struct {
 	// PodHealth looks at the canary's own pods: their restarts and readiness.
 	// +optional
 	PodHealth *PodHealthProvider `json:"podHealth,omitempty"`
+
+	// Web asks an HTTP endpoint; result is its decoded JSON body.
+	// +optional
+	Web *WebProvider `json:"web,omitempty"`
+}
+
+// WebProvider sends one HTTP request per measurement. A response other than 2xx, a body that is
+// not JSON or a timeout is an error measurement (retried, then inconclusive, never a pass). TLS
+// certificates are verified. The agent sends the request from its own pod: whoever writes the
+// check chooses where it goes (docs/analysis.md, "Who may write templates").
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.body) || self.method == 'POST'",message="body needs method POST"
+type WebProvider struct {
+	// URL is an http or https URL; {{args.NAME}} is percent-encoded for where it stands.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://')",message="url must be an http or https URL"
+	URL string `json:"url"`
+
+	// Method is GET (the default) or POST.
+	// +kubebuilder:validation:Enum=GET;POST
+	// +kubebuilder:default=GET
+	// +optional
+	Method string `json:"method,omitempty"`
+
+	// Headers are sent with the request, e.g. an Authorization header from a Secret.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Headers []WebHeader `json:"headers,omitempty"`
+
+	// Body is sent with a POST, as application/json.
+	// +kubebuilder:validation:MaxLength=8192
+	// +optional
+	Body string `json:"body,omitempty"`
+
+	// TimeoutSeconds bounds one request, from 1 to 60. Defaults to 10.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// WebHeader is one request header, its value literal or from a Secret of the Canary's
+// namespace.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="set value or valueFrom, not both"
+type WebHeader struct {
+	// Name is the header's name, e.g. Authorization.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	Name string `json:"name"`
+	// Value is the literal value.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Value *string `json:"value,omitempty"`
+	// ValueFrom reads the value from a Secret.
+	// +optional
+	ValueFrom *SecretValueSource `json:"valueFrom,omitempty"`
+}
+
+// SecretValueSource reads a value from a key of a Secret in the Canary's namespace. The agent
+// reads only the Secrets checks name, when they measure.
+type SecretValueSource struct {
+	// SecretKeyRef names the Secret and the key.
+	SecretKeyRef SecretKeyRef `json:"secretKeyRef"`
+}
+
+// SecretKeyRef is a key of a Secret in the Canary's namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key is the key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
 }
 
 // PrometheusProvider queries a Prometheus server. A scalar result is a number; an instant
