@@ -78,14 +78,11 @@ func Substitute(check *appsv1alpha1.AnalysisCheck, args Args) (*appsv1alpha1.Ana
 	if p := out.Provider.Prometheus; p != nil {
 		sub.text("provider.prometheus.address", &p.Address, urlArg)
 		sub.text("provider.prometheus.query", &p.Query, promQLArg)
+		sub.headers("provider.prometheus.headers", p.Headers)
 	}
 	if w := out.Provider.Web; w != nil {
 		sub.text("provider.web.url", &w.URL, urlArg)
-		for i := range w.Headers {
-			if w.Headers[i].Value != nil {
-				sub.text("provider.web.headers", w.Headers[i].Value, headerArg)
-			}
-		}
+		sub.headers("provider.web.headers", w.Headers)
 		sub.text("provider.web.body", &w.Body, jsonArg)
 	}
 	if j := out.Provider.Job; j != nil {
@@ -136,6 +133,14 @@ func (x *substituter) text(field string, s *string, esc escaper) {
 	}
 	b.WriteString((*s)[last:])
 	*s = b.String()
+}
+
+func (x *substituter) headers(field string, hs []appsv1alpha1.WebHeader) {
+	for i := range hs {
+		if hs[i].Value != nil {
+			x.text(field, hs[i].Value, headerArg)
+		}
+	}
 }
 
 func verbatim(_, v string) (string, error) { return v, nil }

@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -41,14 +40,14 @@ type Target struct {
 func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, error) {
 	switch p := check.Provider; {
 	case p.Prometheus != nil:
-		return NewPrometheus(p.Prometheus.Address, p.Prometheus.Query, e.Transport)
+		return e.prometheus(p.Prometheus, t.Namespace)
 	case p.Job != nil:
 		if e.Client == nil {
 			return nil, fmt.Errorf("check %s: job provider needs a client", check.Name)
 		}
 		return &Job{Client: e.Client, Jobs: e.Jobs, Namespace: t.Namespace, Owner: t.Owner, Run: t.Run, Template: p.Job.Template}, nil
 	case p.Web != nil:
-		return e.web(check, p.Web, t.Namespace)
+		return e.web(p.Web, t.Namespace)
 	case p.PodHealth != nil:
 		if e.Pods == nil || t.CanaryPods == nil {
 			return nil, fmt.Errorf("check %s: podHealth needs a pod lister and the canary's pod selector", check.Name)
@@ -60,44 +59,34 @@ func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, er
 
 // web builds the provider of a web check; header values from Secrets are read in namespace at
 // each measurement.
-func (e Env) web(check *appsv1alpha1.AnalysisCheck, p *appsv1alpha1.WebProvider, namespace string) (Provider, error) {
-	headers := http.Header{}
-	secrets := map[string]SecretKey{}
-	for _, h := range p.Headers {
-		switch {
-		case h.Value != nil:
-			headers.Set(h.Name, *h.Value)
-		case h.ValueFrom != nil:
-			secrets[h.Name] = SecretKey{Name: h.ValueFrom.SecretKeyRef.Name, Key: h.ValueFrom.SecretKeyRef.Key}
-		}
-	}
-	if len(secrets) > 0 && e.Client == nil {
-		return nil, fmt.Errorf("check %s: a header from a Secret needs a client", check.Name)
-	}
+func (e Env) web(p *appsv1alpha1.WebProvider, namespace string) (Provider, error) {
 	timeout := time.Duration(0)
 	if p.TimeoutSeconds != nil {
 		timeout = time.Duration(*p.TimeoutSeconds) * time.Second
 	}
-	w, err := NewWeb(p.Method, p.URL, headers, p.Body, timeout, e.Transport)
-	if err != nil {
-		return nil, err
-	}
-	w.SecretHeaders, w.Secret = secrets, e.secretReader(namespace)
-	return w, nil
+	rt := &headerTransport{base: e.Transport, headers: newHeaderSet(p.Headers, secretReader(e.Client, namespace))}
+	return NewWeb(p.Method, p.URL, p.Body, timeout, rt)
 }
 
-// secretReader reads one key of a Secret of namespace with a GET of that Secret alone: the agent
-// caches no Secret and reads none a check does not name.
-func (e Env) secretReader(namespace string) func(context.Context, SecretKey) (string, error) {
-	return func(ctx context.Context, ref SecretKey) (string, error) {
-		s, err := e.Client.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", fmt.Errorf("reading Secret %s: %v", ref.Name, err)
+// prometheus builds the provider of a Prometheus check: its auth, headers and TLS settings
+// travel with each query, Secrets read in namespace at each one.
+func (e Env) prometheus(p *appsv1alpha1.PrometheusProvider, namespace string) (Provider, error) {
+	headers := newHeaderSet(p.Headers, secretReader(e.Client, namespace))
+	if a := p.Auth; a != nil {
+		switch {
+		case a.BearerToken != nil:
+			headers.secrets["Authorization"] = secretHeader{key: keyOf(*a.BearerToken), prefix: "Bearer "}
+		case a.Basic != nil:
+			headers.secrets["Authorization"] = secretHeader{key: keyOf(a.Basic.Password), basicUser: a.Basic.Username}
 		}
-		v, ok := s.Data[ref.Key]
-		if !ok {
-			return "", fmt.Errorf("Secret %s has no key %s", ref.Name, ref.Key)
-		}
-		return string(v), nil
 	}
+	rt := &headerTransport{base: e.Transport, headers: headers}
+	if p.TLS != nil {
+		rt.serverName = p.TLS.ServerName
+		if p.TLS.CA != nil {
+			k := keyOf(*p.TLS.CA)
+			rt.ca = &k
+		}
+	}
+	return NewPrometheus(p.Address, p.Query, rt)
 }

@@ -24,23 +24,16 @@ const maxWebBody = 1 << 20
 type Web struct {
 	Method  string
 	URL     string
-	Headers http.Header
 	Body    string
 	Timeout time.Duration
-	// SecretHeaders are headers whose values are read from Secrets at each measurement (a
-	// rotated Secret takes effect at once), through Secret.
-	SecretHeaders map[string]SecretKey
-	Secret        func(ctx context.Context, ref SecretKey) (string, error)
-	// Client sends the request; its transport verifies TLS certificates.
+	// Client sends the request; its transport sets the check's headers and verifies TLS
+	// certificates.
 	Client *http.Client
 }
 
-// SecretKey is a key of a Secret in the release's namespace.
-type SecretKey struct{ Name, Key string }
-
 // NewWeb returns a provider for rawURL, refusing a URL that is not http(s) with a host. rt
-// may be nil (http.DefaultTransport, which verifies certificates).
-func NewWeb(method, rawURL string, headers http.Header, body string, timeout time.Duration, rt http.RoundTripper) (*Web, error) {
+// sends the requests (it sets the check's headers).
+func NewWeb(method, rawURL, body string, timeout time.Duration, rt http.RoundTripper) (*Web, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("web url %q: %v", rawURL, err)
@@ -54,7 +47,7 @@ func NewWeb(method, rawURL string, headers http.Header, body string, timeout tim
 	if timeout <= 0 {
 		timeout = webTimeout
 	}
-	return &Web{Method: method, URL: u.String(), Headers: headers, Body: body, Timeout: timeout,
+	return &Web{Method: method, URL: u.String(), Body: body, Timeout: timeout,
 		Client: &http.Client{Transport: rt, CheckRedirect: httpOnlyRedirects}}, nil
 }
 
@@ -80,19 +73,6 @@ func (w *Web) Measure(ctx context.Context, _ int32) (any, error) {
 	req, err := http.NewRequestWithContext(ctx, w.Method, w.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("web request: %v", err)
-	}
-	for k, v := range w.Headers {
-		req.Header[k] = v
-	}
-	for name, ref := range w.SecretHeaders {
-		v, err := w.Secret(ctx, ref)
-		if err != nil {
-			return nil, fmt.Errorf("header %s: %v", name, err)
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return nil, fmt.Errorf("header %s: the value in Secret %s key %s holds a line break", name, ref.Name, ref.Key)
-		}
-		req.Header.Set(name, v)
 	}
 	if w.Body != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")

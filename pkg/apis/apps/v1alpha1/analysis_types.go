@@ -243,6 +243,59 @@ type PrometheusProvider struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=8192
 	Query string `json:"query"`
+
+	// Auth authenticates each query: a bearer token or basic auth, from Secrets of the
+	// Canary's namespace.
+	// +optional
+	Auth *PrometheusAuth `json:"auth,omitempty"`
+
+	// Headers are sent with each query, e.g. X-Scope-OrgID, the tenant of a Mimir, Cortex or
+	// Thanos behind one address.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Headers []WebHeader `json:"headers,omitempty"`
+
+	// TLS says how to verify an https server: the CA that signed its certificate and the name
+	// to expect in it. Certificates are always verified.
+	// +optional
+	TLS *TLSSettings `json:"tls,omitempty"`
+}
+
+// PrometheusAuth is how a check authenticates to Prometheus: exactly one of bearerToken, basic.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.bearerToken) != has(self.basic)",message="auth must set exactly one of bearerToken, basic"
+type PrometheusAuth struct {
+	// BearerToken is sent as "Authorization: Bearer <token>".
+	// +optional
+	BearerToken *SecretValueSource `json:"bearerToken,omitempty"`
+	// Basic is HTTP basic authentication.
+	// +optional
+	Basic *BasicAuth `json:"basic,omitempty"`
+}
+
+// BasicAuth is a user name and a password from a Secret.
+type BasicAuth struct {
+	// Username is the user name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Username string `json:"username"`
+	// Password is read from a Secret of the Canary's namespace.
+	Password SecretValueSource `json:"password"`
+}
+
+// TLSSettings verify an https server other than against the agent's system roots.
+type TLSSettings struct {
+	// CA is a PEM bundle of the certificate authorities to trust instead of the system's,
+	// read from a Secret (or any key of one) of the Canary's namespace.
+	// +optional
+	CA *SecretValueSource `json:"ca,omitempty"`
+	// ServerName is the name the server's certificate must carry, when it is not the
+	// address's host.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // JobProvider runs a Job per measurement in the release's namespace, owned by the release so
