@@ -183,7 +183,10 @@ func (r *plan) judgeChecks(k int32, pauseOver, promoted bool) (measuring bool, i
 			}
 		}
 	}
-	return measuring, inconclusive
+	if !promoted {
+		inconclusive = append(inconclusive, r.backgroundHold...)
+	}
+	return measuring || r.backgroundWaits, inconclusive
 }
 
 // reportCheck sends the Event of a check that was just decided.

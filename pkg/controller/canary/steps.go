@@ -18,6 +18,11 @@ import (
 type plan struct {
 	*decision
 	rel releasePlan
+	// backgroundHold are the inconclusive background checks that hold the current step until
+	// a promotion; backgroundWaits says an unresolved background entry holds it regardless
+	// (background.go).
+	backgroundHold  []string
+	backgroundWaits bool
 }
 
 // step is one step of a release: the canary pods it holds and what it waits for once they are
@@ -133,7 +138,10 @@ func (r *plan) progress() {
 		r.rel.beforeFirstStep()
 		r.startBatch(1)
 	}
-	r.advance()
+	r.backgroundHold, r.backgroundWaits = r.judgeBackground(st.CurrentBatch)
+	if !r.aborted() {
+		r.advance()
+	}
 	k := st.CurrentBatch
 	if !r.aborted() {
 		r.checkDeadline(k)
@@ -183,7 +191,7 @@ func (r *plan) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 		return false
 	}
 	b.FinishTime = r.now.DeepCopy()
-	if s := r.steps[k-1]; s.bakes() || r.needsPause(k) {
+	if s := r.steps[k-1]; s.bakes() || r.needsPause(k) || len(r.backgroundHold) > 0 || r.backgroundWaits {
 		r.startBake(k, b)
 		return r.bake(k, b)
 	}
