@@ -105,7 +105,6 @@ func (s templateSource) resolveAnalysis(cn *v1alpha1.Canary) *analysisView {
 			continue
 		}
 		for _, ch := range checks {
-			ch.Name = e.Name + "." + ch.Name
 			v.checks = append(v.checks, ch)
 			v.entries[e.Name] = append(v.entries[e.Name], ch.Name)
 			v.template[ch.Name] = e.TemplateRef.Kind + "/" + e.TemplateRef.Name
@@ -135,23 +134,11 @@ func (s templateSource) templateChecks(cn *v1alpha1.Canary, e *v1alpha1.Analysis
 	if err != nil {
 		return nil, err
 	}
-	given, err := argValues(cn, e.Args)
+	given, err := analysis.CanaryArgs(cn, e.Args)
 	if err != nil {
 		return nil, err
 	}
-	args, err := analysis.BindArgs(spec.Args, given)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]v1alpha1.AnalysisCheck, 0, len(spec.Checks))
-	for i := range spec.Checks {
-		ch, err := analysis.Substitute(&spec.Checks[i], args)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *ch)
-	}
-	return out, nil
+	return analysis.ExpandTemplate(e.Name, spec, given)
 }
 
 func (s templateSource) template(namespace string, ref v1alpha1.AnalysisTemplateRef) (*v1alpha1.AnalysisTemplateSpec, error) {
@@ -175,52 +162,6 @@ func (s templateSource) template(namespace string, ref v1alpha1.AnalysisTemplate
 		return nil, errTemplateNotFound
 	}
 	return spec, err
-}
-
-// argValues are the values an entry gives its template's arguments; a Canary field that is
-// still empty leaves its argument unset.
-func argValues(cn *v1alpha1.Canary, args []v1alpha1.AnalysisArgValue) (map[string]string, error) {
-	out := map[string]string{}
-	var unset []string
-	for _, a := range args {
-		switch {
-		case a.Value != nil:
-			out[a.Name] = *a.Value
-		case a.ValueFrom != nil:
-			v := canaryField(cn, a.ValueFrom.FieldPath)
-			if v == "" {
-				unset = append(unset, a.Name+" (from "+a.ValueFrom.FieldPath+", which is empty)")
-				continue
-			}
-			out[a.Name] = v
-		}
-	}
-	if len(unset) > 0 {
-		return nil, &analysis.UnsetArgsError{Names: unset}
-	}
-	return out, nil
-}
-
-func canaryField(cn *v1alpha1.Canary, path string) string {
-	switch path {
-	case "metadata.name":
-		return cn.Name
-	case "metadata.namespace":
-		return cn.Namespace
-	case "spec.canary.name":
-		return cn.Spec.Canary.Name
-	case "spec.stableRef.name":
-		return cn.Spec.StableRef.Name
-	case "status.target.stableRevision":
-		if cn.Status.Target != nil {
-			return cn.Status.Target.StableRevision
-		}
-	case "status.target.updateRevision":
-		if cn.Status.Target != nil {
-			return cn.Status.Target.UpdateRevision
-		}
-	}
-	return ""
 }
 
 // setAnalysisCondition writes the AnalysisResolved condition of a Canary whose spec.analysis
