@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/analyze"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -61,6 +62,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		promote.NewCmdPromote(f, streams),
 		abort.NewCmdAbort(f, streams),
 		retry.NewCmdRetry(f, streams),
+		analyze.NewCmdAnalyze(f, streams),
 		instance.NewCmdKillInstance(f, streams),
 		instance.NewCmdStartInstance(f, streams),
 		setpartition.NewCmdSetPartition(f, streams),
