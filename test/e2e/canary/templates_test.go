@@ -112,3 +112,24 @@ func TestUnresolvedTemplateWaits(t *testing.T) {
 		})
 	}
 }
+
+// A background check runs beside steps that have no check of their own (so only it can fail
+// the release): a canary whose containers keep restarting is caught and rolled back by itself.
+// That it measures between steps too is pinned by the unit test
+// TestBackgroundCheckFailsTheReleaseBetweenSteps.
+func TestBackgroundCheckFailsTheRelease(t *testing.T) {
+	e := setup(t)
+	e.createSteps("example.com/checkout:restarting", func(s *v1alpha1.CanarySpec) {
+		s.Analysis = []v1alpha1.AnalysisCheck{{Name: "health", Interval: &metav1.Duration{Duration: 2 * time.Second},
+			Provider: v1alpha1.AnalysisProvider{PodHealth: &v1alpha1.PodHealthProvider{}}}}
+		s.BackgroundAnalysis = &v1alpha1.CanaryBackgroundAnalysis{Analysis: []string{"health"}}
+	}, step(intstr.FromInt32(2), pauseFor(2*time.Second)), step(intstr.FromInt32(4), pauseFor(2*time.Second)),
+		step(intstr.FromInt32(6), pauseFor(2*time.Second)))
+	c := e.waitRolledBackBy(v1alpha1.ReasonAnalysisFailed)
+	if a := c.Status.Abort; a.Check != "health" || !strings.Contains(a.Message, "background check health failed") || !strings.Contains(a.Message, "restarts:") {
+		t.Errorf("abort %+v", a)
+	}
+	if bg := c.Status.BackgroundAnalysis; len(bg) != 1 || bg[0].Phase != v1alpha1.AnalysisFailed {
+		t.Errorf("background analysis %+v", bg)
+	}
+}
