@@ -84,6 +84,14 @@ func (r *plan) decide() {
 	}
 	for i := range steps {
 		steps[i].analysis = r.obs.analysis.expand(steps[i].analysis)
+		if n := len(steps[i].analysis); n > v1alpha1.MaxStepChecks {
+			r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("step %d runs %d checks once its templates are expanded, more than %d", i+1, n, v1alpha1.MaxStepChecks))
+			return
+		}
+	}
+	if bg := r.canary.Spec.BackgroundAnalysis; bg != nil && len(r.obs.analysis.expand(bg.Analysis)) > v1alpha1.MaxStepChecks {
+		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("backgroundAnalysis runs more than %d checks once its templates are expanded", v1alpha1.MaxStepChecks))
+		return
 	}
 	r.steps = steps
 	switch r.rel.begin() {

@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -173,4 +174,35 @@ func TestArgumentBreakingAQueryIsRefused(t *testing.T) {
 	f.step(writeStatus)
 	c := f.status(v1alpha1.CanaryProgressing, 1, Bk, P)
 	analysisResolved(t, c, metav1.ConditionFalse, v1alpha1.ReasonInvalidArgument, `"0 || true" stands outside quotes`)
+}
+
+// A step whose templates expand to more checks than status can hold is refused as an invalid
+// spec, not written half.
+func TestTooManyTemplateChecksIsInvalid(t *testing.T) {
+	tpl := healthTemplate()
+	for i := 1; len(tpl.Spec.Checks) < v1alpha1.MaxTemplateChecks; i++ {
+		c := tpl.Spec.Checks[0]
+		c.Name = fmt.Sprintf("pods-%d", i)
+		tpl.Spec.Checks = append(tpl.Spec.Checks, c)
+	}
+	cn := templateCanary(v1alpha1.AnalysisArgValue{Name: "maxRestarts", Value: ptr.To("0")})
+	var entries []string
+	for i := 0; i*v1alpha1.MaxTemplateChecks <= v1alpha1.MaxStepChecks; i++ {
+		e := cn.Spec.Analysis[0]
+		e.Name = fmt.Sprintf("slo-%d", i)
+		cn.Spec.Analysis = append(cn.Spec.Analysis, e)
+		entries = append(entries, e.Name)
+	}
+	cn.Spec.Steps[0].Analysis = entries
+	f := newFixture(t, cn, newStable(10))
+	stores := withTemplates(f)
+	if err := stores.cluster.Add(tpl); err != nil {
+		t.Fatal(err)
+	}
+	f.step(addFinalizer, writeStatus)
+	c := f.canary()
+	if d := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Reason != v1alpha1.ReasonInvalidSpec ||
+		!strings.Contains(d.Message, "step 1 runs 80 checks once its templates are expanded, more than 64") {
+		t.Fatalf("Degraded %+v", d)
+	}
 }

@@ -69,6 +69,10 @@ const (
 	MaxTemplateArgs   = 32
 )
 
+// MaxStepChecks is the most checks one step (or the background) may run once its templates are
+// expanded: what status.analysis and status.backgroundAnalysis hold.
+const MaxStepChecks = 64
+
 // AnalysisTemplateSpec is what a template declares: its arguments and its checks.
 //
 // +kubebuilder:validation:XValidation:rule="self.checks.all(c, has(c.provider) && !has(c.templateRef) && !has(c.args))",message="checks of a template are inline: each sets provider, not templateRef or args"

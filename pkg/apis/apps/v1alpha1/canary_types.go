@@ -378,9 +378,11 @@ type CanaryStatus struct {
 	StableAvailable int32 `json:"stableAvailable"`
 
 	// Analysis is the state of the current step's checks: the last measurements and verdicts.
+	// Templates expand to several checks each, so a step may run more checks than
+	// spec.analysis has entries, up to MaxStepChecks.
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Analysis []AnalysisCheckStatus `json:"analysis,omitempty"`
 
