@@ -28,12 +28,16 @@ func TestCRDsPassAPIServerValidation(t *testing.T) {
 func TestCRDNamesSubresourcesAndColumns(t *testing.T) {
 	want := map[string]struct {
 		kind, shortName string
-		scale           bool
+		scale, status   bool
+		scope           apiextensionsv1.ResourceScope
 		columns         []string
 	}{
-		"tapps.apps.workload.dev":             {"TApp", "tapp", true, []string{"Desired", "Ready", "Updated", "Status", "Age"}},
-		"uniteddeployments.apps.workload.dev": {"UnitedDeployment", "ud", true, []string{"Desired", "Ready", "Updated", "Updated-Ready", "Age"}},
-		"canaries.apps.workload.dev":          {"Canary", "canary", false, []string{"Desired", "Batch", "Canary", "Stable", "Phase", "Age"}},
+		"tapps.apps.workload.dev":             {"TApp", "tapp", true, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Ready", "Updated", "Status", "Age"}},
+		"uniteddeployments.apps.workload.dev": {"UnitedDeployment", "ud", true, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Ready", "Updated", "Updated-Ready", "Age"}},
+		"canaries.apps.workload.dev":          {"Canary", "canary", false, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Batch", "Canary", "Stable", "Phase", "Age"}},
+		// Templates are written by people and read by the agent: nothing to report, no status.
+		"analysistemplates.apps.workload.dev":        {"AnalysisTemplate", "atpl", false, false, apiextensionsv1.NamespaceScoped, []string{"Checks", "Args", "Age"}},
+		"clusteranalysistemplates.apps.workload.dev": {"ClusterAnalysisTemplate", "catpl", false, false, apiextensionsv1.ClusterScoped, []string{"Checks", "Args", "Age"}},
 	}
 	crds := mustCRDs(t)
 	if len(crds) != len(want) {
@@ -61,8 +65,11 @@ func TestCRDNamesSubresourcesAndColumns(t *testing.T) {
 		if v.Name != "v1alpha1" || !v.Served || !v.Storage {
 			t.Errorf("%s: version %s served=%v storage=%v", crd.Name, v.Name, v.Served, v.Storage)
 		}
-		if v.Subresources == nil || v.Subresources.Status == nil {
-			t.Errorf("%s: no status subresource", crd.Name)
+		if crd.Spec.Scope != w.scope {
+			t.Errorf("%s: scope %s, want %s", crd.Name, crd.Spec.Scope, w.scope)
+		}
+		if got := v.Subresources != nil && v.Subresources.Status != nil; got != w.status {
+			t.Errorf("%s: status subresource %v, want %v", crd.Name, got, w.status)
 		}
 		if got := v.Subresources != nil && v.Subresources.Scale != nil; got != w.scale {
 			t.Errorf("%s: scale subresource %v, want %v", crd.Name, got, w.scale)

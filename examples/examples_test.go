@@ -45,7 +45,7 @@ func TestExamplesAreValid(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{"TApp", "UnitedDeployment", "Canary"} {
+	for _, kind := range []string{"TApp", "UnitedDeployment", "Canary", "AnalysisTemplate", "ClusterAnalysisTemplate"} {
 		if kinds[kind] == 0 {
 			t.Errorf("no example of %s", kind)
 		}
@@ -147,6 +147,10 @@ func decodeStrict(t *testing.T, file string, doc []byte) string {
 		into = &v1alpha1.UnitedDeployment{}
 	case "Canary":
 		into = &v1alpha1.Canary{}
+	case "AnalysisTemplate":
+		into = &v1alpha1.AnalysisTemplate{}
+	case "ClusterAnalysisTemplate":
+		into = &v1alpha1.ClusterAnalysisTemplate{}
 	case "Deployment":
 		into = &appsv1.Deployment{}
 	case "StatefulSet":

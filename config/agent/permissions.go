@@ -102,6 +102,17 @@ var Permissions = []Permission{
 	{workloads, "canaries/status", "patch", "", "notifications: the NotificationsDelivered condition while a delivery fails and once it recovers (server-side apply of that one condition, applyCondition)"},
 	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
+	// Secrets are not here on purpose: the ClusterRole grants no Secret (config/agent_test.go
+	// checks it). A web check whose header comes from a Secret needs get on that Secret, granted
+	// by a Role in the Canary's namespace with resourceNames (docs/analysis.md, "Secrets");
+	// without it the check's measurements are errors, so it ends inconclusive, never passed.
+
+	// Analysis templates: read only, through informers (templates.go of the Canary controller).
+	{workloads, "analysistemplates", "list", "", informerList + "; canary: the templates spec.analysis entries name"},
+	{workloads, "analysistemplates", "watch", "", informerWatch},
+	{workloads, "clusteranalysistemplates", "list", "", informerList + "; canary: the templates spec.analysis entries name"},
+	{workloads, "clusteranalysistemplates", "watch", "", informerWatch},
+
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
 	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go)"},
 	{core, "pods", "watch", "", informerWatch},

@@ -31,7 +31,9 @@ var foreignRoots = map[string][]string{
 		"spec.topology.subsets.[].nodeSelectorTerm",
 		"spec.topology.subsets.[].tolerations",
 	),
-	"canaries.apps.workload.dev": {"spec.canary.template", "spec.analysis.[].provider.job.template"},
+	"canaries.apps.workload.dev":                 {"spec.canary.template", "spec.analysis.[].provider.job.template"},
+	"analysistemplates.apps.workload.dev":        {"spec.checks.[].provider.job.template"},
+	"clusteranalysistemplates.apps.workload.dev": {"spec.checks.[].provider.job.template"},
 }
 
 func tappRoots(spec string) []string {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,12 +40,14 @@ type Target struct {
 func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, error) {
 	switch p := check.Provider; {
 	case p.Prometheus != nil:
-		return NewPrometheus(p.Prometheus.Address, p.Prometheus.Query, e.Transport)
+		return e.prometheus(p.Prometheus, t.Namespace)
 	case p.Job != nil:
 		if e.Client == nil {
 			return nil, fmt.Errorf("check %s: job provider needs a client", check.Name)
 		}
 		return &Job{Client: e.Client, Jobs: e.Jobs, Namespace: t.Namespace, Owner: t.Owner, Run: t.Run, Template: p.Job.Template}, nil
+	case p.Web != nil:
+		return e.web(p.Web, t.Namespace)
 	case p.PodHealth != nil:
 		if e.Pods == nil || t.CanaryPods == nil {
 			return nil, fmt.Errorf("check %s: podHealth needs a pod lister and the canary's pod selector", check.Name)
@@ -52,4 +55,38 @@ func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, er
 		return PodHealth{Pods: e.Pods.Pods(t.Namespace), Selector: t.CanaryPods}, nil
 	}
 	return nil, fmt.Errorf("check %s sets no provider", check.Name)
+}
+
+// web builds the provider of a web check; header values from Secrets are read in namespace at
+// each measurement.
+func (e Env) web(p *appsv1alpha1.WebProvider, namespace string) (Provider, error) {
+	timeout := time.Duration(0)
+	if p.TimeoutSeconds != nil {
+		timeout = time.Duration(*p.TimeoutSeconds) * time.Second
+	}
+	rt := &headerTransport{base: e.Transport, headers: newHeaderSet(p.Headers, secretReader(e.Client, namespace))}
+	return NewWeb(p.Method, p.URL, p.Body, timeout, rt)
+}
+
+// prometheus builds the provider of a Prometheus check: its auth, headers and TLS settings
+// travel with each query, Secrets read in namespace at each one.
+func (e Env) prometheus(p *appsv1alpha1.PrometheusProvider, namespace string) (Provider, error) {
+	headers := newHeaderSet(p.Headers, secretReader(e.Client, namespace))
+	if a := p.Auth; a != nil {
+		switch {
+		case a.BearerToken != nil:
+			headers.secrets["Authorization"] = secretHeader{key: keyOf(*a.BearerToken), prefix: "Bearer "}
+		case a.Basic != nil:
+			headers.secrets["Authorization"] = secretHeader{key: keyOf(a.Basic.Password), basicUser: a.Basic.Username}
+		}
+	}
+	rt := &headerTransport{base: e.Transport, headers: headers}
+	if p.TLS != nil {
+		rt.serverName = p.TLS.ServerName
+		if p.TLS.CA != nil {
+			k := keyOf(*p.TLS.CA)
+			rt.ca = &k
+		}
+	}
+	return NewPrometheus(p.Address, p.Query, rt)
 }

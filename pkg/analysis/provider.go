@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -25,7 +26,7 @@ type Provider interface {
 }
 
 // FormatValue writes a measured value as status shows it: 0.02, [0.02,0.5], true,
-// {notReady:1,pods:3}.
+// {notReady:1,pods:3}, {"status":"ok"}.
 func FormatValue(v any) string {
 	switch v := v.(type) {
 	case float64:
@@ -47,6 +48,10 @@ func FormatValue(v any) string {
 			parts[i] = k + ":" + strconv.FormatInt(v[k], 10)
 		}
 		return "{" + strings.Join(parts, ",") + "}"
+	case string, nil, map[string]any, []any: // a web check's JSON
+		if b, err := json.Marshal(v); err == nil {
+			return string(b)
+		}
 	}
 	return fmt.Sprint(v)
 }

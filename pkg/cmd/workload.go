@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/analyze"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -65,6 +66,7 @@ func NewCmdWorkload(streams genericiooptions.IOStreams) *cobra.Command {
 		abort.NewCmdAbort(f, streams),
 		retry.NewCmdRetry(f, streams),
 		notify.NewCmdNotify(f, streams),
+		analyze.NewCmdAnalyze(f, streams),
 		instance.NewCmdKillInstance(f, streams),
 		instance.NewCmdStartInstance(f, streams),
 		setpartition.NewCmdSetPartition(f, streams),

@@ -60,10 +60,15 @@ func canaryStepDetail(c *v1alpha1.Canary) []stepDetail {
 	return details
 }
 
-// checkDetail is one check's state: "check error-rate", "Running" and "2 measured (0 failed, …),
+// checkDetail is one check's state: "check error-rate" (with the template it came from, if
+// any), "Running" and "2 measured (0 failed, …),
 // last 0.01, 0.02".
 func checkDetail(a v1alpha1.AnalysisCheckStatus) stepDetail {
-	d := stepDetail{name: "check " + a.Name, verdict: orDefault(string(a.Phase), "Pending"),
+	name := "check " + a.Name
+	if a.Template != "" {
+		name += " (" + a.Template + ")"
+	}
+	d := stepDetail{name: name, verdict: orDefault(string(a.Phase), "Pending"),
 		info: fmt.Sprintf("%d measured (%d failed, %d inconclusive, %d errors)", a.Count, a.Failed, a.Inconclusive, a.Errors)}
 	if vals := lastValues(a.Measurements, 3); vals != "" {
 		d.info += ", last " + vals

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,16 @@ func TestCanaryStepDetail(t *testing.T) {
 	c.Spec.ApprovedBatch = 2
 	if got := canaryStepDetail(c); got[0].String() != "pause: over" {
 		t.Errorf("after a promote: %q", got[0])
+	}
+}
+
+// A check from a template names it, so that a person knows where to change it.
+func TestCheckDetailNamesItsTemplate(t *testing.T) {
+	got := checkDetail(v1alpha1.AnalysisCheckStatus{Name: "slo.error-ratio", Template: "ClusterAnalysisTemplate/error-rate", Phase: v1alpha1.AnalysisRunning}).String()
+	if !strings.HasPrefix(got, "check slo.error-ratio (ClusterAnalysisTemplate/error-rate) Running") {
+		t.Errorf("got %q", got)
+	}
+	if got := checkDetail(v1alpha1.AnalysisCheckStatus{Name: "pods", Phase: v1alpha1.AnalysisRunning}).String(); !strings.HasPrefix(got, "check pods Running") {
+		t.Errorf("an inline check names no template: %q", got)
 	}
 }

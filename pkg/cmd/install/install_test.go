@@ -95,7 +95,7 @@ func TestInstallTimesOutOnACRDThatIsNotEstablished(t *testing.T) {
 	defer func(p time.Duration) { pollInterval = p }(pollInterval)
 	pollInterval = time.Millisecond
 	res := cmdtest.Run(t, withCRDReads(NewCmdInstall, -1), nil, "--crds-only", "--timeout=20ms")
-	if res.Code != 1 || !strings.Contains(res.Fatal, "timed out after 20ms waiting for customresourcedefinition.apiextensions.k8s.io/canaries.apps.workload.dev to be established: NamesAccepted=False (MultipleNamesNotAllowed: \"tapp\" is already in use)") {
+	if res.Code != 1 || !strings.Contains(res.Fatal, "timed out after 20ms waiting for customresourcedefinition.apiextensions.k8s.io/analysistemplates.apps.workload.dev to be established: NamesAccepted=False (MultipleNamesNotAllowed: \"tapp\" is already in use)") {
 		t.Fatalf("exit %d, error %q", res.Code, res.Fatal)
 	}
 }

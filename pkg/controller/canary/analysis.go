@@ -24,40 +24,58 @@ type measured struct {
 // talks to a provider (Prometheus, the Job API, the pod cache); the plan then judges what it
 // measured (bake.go). A provider that cannot be built or reached counts as an error
 // measurement: retried, then inconclusive, never a pass.
-func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, canaryDep *appsv1.Deployment, now time.Time) map[string]measured {
+func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, view *analysisView, canaryDep *appsv1.Deployment, now time.Time) map[string]measured {
 	st := &cn.Status
 	k := st.CurrentBatch
 	if k < 1 || int(k) > len(st.Batches) || st.Abort != nil || cn.Spec.Rollback {
 		return nil
 	}
-	if s := st.Batches[k-1].State; s != v1alpha1.BatchBaking && s != v1alpha1.BatchPaused {
-		return nil
-	}
 	out := map[string]measured{}
+	// Background checks measure in every state of the release: between steps too.
+	for _, cs := range st.BackgroundAnalysis {
+		if m, ok := c.measureOne(ctx, cn, view.check(cs.Name), cs, "bg", canaryDep, now); ok {
+			out[backgroundKey+cs.Name] = m
+		}
+	}
+	if s := st.Batches[k-1].State; s != v1alpha1.BatchBaking && s != v1alpha1.BatchPaused {
+		return out
+	}
 	for _, cs := range st.Analysis {
-		check := findCheck(cn.Spec.Analysis, cs.Name)
-		if check == nil || (cs.Phase != v1alpha1.AnalysisRunning && cs.Phase != "") {
-			continue
+		if m, ok := c.measureOne(ctx, cn, view.check(cs.Name), cs, fmt.Sprint(k), canaryDep, now); ok {
+			out[cs.Name] = m
 		}
-		started := cn.CreationTimestamp
-		if cs.StartedAt != nil {
-			started = *cs.StartedAt
-		}
-		p, err := c.analysisEnv.Provider(check, analysis.Target{
-			Namespace:  cn.Namespace,
-			Owner:      *metav1.NewControllerRef(cn, controllerKind),
-			Run:        fmt.Sprintf("%s-%s-%d-%d", cn.Name, check.Name, k, started.Unix()),
-			CanaryPods: canaryPods(canaryDep),
-		})
-		if err != nil {
-			p = failing{err}
-		} else if check.Provider.PodHealth != nil {
-			p = expectPods{Provider: p, want: replicasOf(canaryDep)}
-		}
-		status, v := c.runner.Step(ctx, check, &cs, p, now)
-		out[cs.Name] = measured{status: status, next: v.NextMeasurement}
 	}
 	return out
+}
+
+// backgroundKey prefixes the names of background checks among a sync's measurements: a check
+// may run in a step and in the background at once.
+const backgroundKey = "background/"
+
+// measureOne takes check's measurement if it is due; ok is false for a check that does not
+// measure (decided, or an entry whose template is unresolved). run tells the runs of one check
+// apart (the step's number, or "bg").
+func (c *Controller) measureOne(ctx context.Context, cn *v1alpha1.Canary, check *v1alpha1.AnalysisCheck, cs v1alpha1.AnalysisCheckStatus, run string, canaryDep *appsv1.Deployment, now time.Time) (measured, bool) {
+	if check == nil || check.TemplateRef != nil || (cs.Phase != v1alpha1.AnalysisRunning && cs.Phase != "") {
+		return measured{}, false
+	}
+	started := cn.CreationTimestamp
+	if cs.StartedAt != nil {
+		started = *cs.StartedAt
+	}
+	p, err := c.analysisEnv.Provider(check, analysis.Target{
+		Namespace:  cn.Namespace,
+		Owner:      *metav1.NewControllerRef(cn, controllerKind),
+		Run:        fmt.Sprintf("%s-%s-%s-%d", cn.Name, check.Name, run, started.Unix()),
+		CanaryPods: canaryPods(canaryDep),
+	})
+	if err != nil {
+		p = failing{err}
+	} else if check.Provider.PodHealth != nil {
+		p = expectPods{Provider: p, want: replicasOf(canaryDep)}
+	}
+	status, v := c.runner.Step(ctx, check, &cs, p, now)
+	return measured{status: status, next: v.NextMeasurement}, true
 }
 
 // canaryPods selects the canary Deployment's pods among the agent's; nil without a Deployment.

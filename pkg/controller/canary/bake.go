@@ -32,11 +32,7 @@ func (r *plan) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
 	}
 	r.status.Analysis = nil
 	for _, name := range s.analysis {
-		st := v1alpha1.AnalysisCheckStatus{Name: name, Phase: v1alpha1.AnalysisRunning}
-		if check := r.check(name); check != nil {
-			st = analysis.Start(check, r.now.Time)
-		}
-		r.status.Analysis = append(r.status.Analysis, st)
+		r.status.Analysis = append(r.status.Analysis, r.startCheck(name))
 	}
 	var what []string
 	if s.pauseFor > 0 {
@@ -49,6 +45,32 @@ func (r *plan) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
 		r.event(corev1.EventTypeNormal, v1alpha1.ReasonBaking, "step %d/%d: %d canary pods available; baking: %s",
 			k, len(r.steps), s.canaryReplicas, strings.Join(what, " and "))
 	}
+}
+
+// startCheck is the fresh status of the check named name.
+func (r *plan) startCheck(name string) v1alpha1.AnalysisCheckStatus {
+	st := v1alpha1.AnalysisCheckStatus{Name: name, Phase: v1alpha1.AnalysisRunning}
+	if check := r.check(name); check != nil {
+		st = analysis.Start(check, r.now.Time)
+		st.Template = r.obs.analysis.templateOf(name)
+	}
+	return st
+}
+
+// matchChecks makes status hold one entry per check step k runs: a template that appeared or
+// changed while the step bakes brings checks of other names, which start now; those no
+// longer run are dropped.
+func (r *plan) matchChecks(k int32) {
+	names := r.steps[k-1].analysis
+	out := make([]v1alpha1.AnalysisCheckStatus, 0, len(names))
+	for _, name := range names {
+		if st := r.checkStatus(name); st != nil {
+			out = append(out, *st)
+		} else {
+			out = append(out, r.startCheck(name))
+		}
+	}
+	r.status.Analysis = out
 }
 
 // rebake sends a baking step back to Upgrading when spec.canary.template changed under it: its
@@ -125,11 +147,18 @@ func (r *plan) endBake(k int32, b *v1alpha1.CanaryBatchStatus, wasPaused, promot
 // release. It reports whether a check is still measuring and which inconclusive checks (not
 // accepted by a promotion) hold the step.
 func (r *plan) judgeChecks(k int32, pauseOver, promoted bool) (measuring bool, inconclusive []string) {
+	r.matchChecks(k)
 	for _, name := range r.steps[k-1].analysis {
 		st := r.checkStatus(name)
 		check := r.check(name)
 		if st == nil || check == nil {
 			inconclusive = append(inconclusive, fmt.Sprintf("check %s is not in spec.analysis", name))
+			continue
+		}
+		if u, ok := r.obs.analysis.why(name); ok {
+			// A template missing or an argument unset: the step waits, it never passes.
+			st.Phase, st.Message = v1alpha1.AnalysisRunning, u.message
+			measuring = true
 			continue
 		}
 		before := r.previousPhase(name)
@@ -154,7 +183,10 @@ func (r *plan) judgeChecks(k int32, pauseOver, promoted bool) (measuring bool, i
 			}
 		}
 	}
-	return measuring, inconclusive
+	if !promoted {
+		inconclusive = append(inconclusive, r.backgroundHold...)
+	}
+	return measuring || r.backgroundWaits, inconclusive
 }
 
 // reportCheck sends the Event of a check that was just decided.
@@ -192,7 +224,7 @@ func (r *plan) nextMeasurement(name string, v analysis.Verdict) time.Time {
 
 // check is the check of spec.analysis named name, nil when there is none.
 func (r *plan) check(name string) *v1alpha1.AnalysisCheck {
-	return findCheck(r.canary.Spec.Analysis, name)
+	return r.obs.analysis.check(name)
 }
 
 // checkDeadline decides whether step k, still making its pods available, has taken longer than

@@ -65,6 +65,8 @@ type Controller struct {
 	// runner and analysisEnv take the measurements of the checks of a baking step (analysis.go).
 	runner      *analysis.Runner
 	analysisEnv analysis.Env
+	// templates are the analysis templates Canaries name (templates.go).
+	templates templateSource
 
 	// mu guards pending, the controller's Deployment writes the cache does not show yet, by
 	// Deployment key (see observe); statuses are its last status write of each Canary while
@@ -98,6 +100,10 @@ type Config struct {
 	// for podHealth checks; nil: a podHealth check reports an error at each measurement, which
 	// ends inconclusive, never a pass.
 	Pods coreinformers.PodInformer
+	// AnalysisTemplates and ClusterAnalysisTemplates are the templates spec.analysis entries
+	// name; nil: an entry naming that kind waits, as for a missing template.
+	AnalysisTemplates        informers.AnalysisTemplateInformer
+	ClusterAnalysisTemplates informers.ClusterAnalysisTemplateInformer
 	// Gateway and HTTPRoutes let the controller route traffic (routes.go); nil when the cluster
 	// has no Gateway API: every Canary with traffic routing then says GatewayAPIUnavailable.
 	Gateway    gatewayclient.Interface
@@ -137,6 +143,9 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	if cfg.WatchByName {
 		c.watchNamed(cfg.KubeClient)
+	}
+	if err := c.watchTemplates(cfg.Canaries, cfg.AnalysisTemplates, cfg.ClusterAnalysisTemplates); err != nil {
+		return nil, err
 	}
 	if err := c.watchTargets(cfg); err != nil {
 		return nil, err

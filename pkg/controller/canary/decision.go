@@ -2,6 +2,7 @@ package canary
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +56,7 @@ type event struct{ eventType, reason, message string }
 // approvals given were the last release's.
 func (r *decision) restart() {
 	st := &r.status
-	st.CurrentBatch, st.Batches, st.Analysis = 0, nil, nil
+	st.CurrentBatch, st.Batches, st.Analysis, st.BackgroundAnalysis = 0, nil, nil, nil
 	if r.canary.Spec.ApprovedBatch != 0 {
 		r.resetApproval = r.canary.Spec.ApprovedBatch
 		r.canary.Spec.ApprovedBatch = 0
@@ -64,9 +65,14 @@ func (r *decision) restart() {
 
 // checkStatus is the status of the current step's check named name, nil when there is none.
 func (r *decision) checkStatus(name string) *v1alpha1.AnalysisCheckStatus {
-	for i := range r.status.Analysis {
-		if r.status.Analysis[i].Name == name {
-			return &r.status.Analysis[i]
+	return findStatus(r.status.Analysis, name)
+}
+
+// findStatus is the status named name in list, nil when there is none.
+func findStatus(list []v1alpha1.AnalysisCheckStatus, name string) *v1alpha1.AnalysisCheckStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
 		}
 	}
 	return nil
@@ -76,7 +82,11 @@ func (r *decision) checkStatus(name string) *v1alpha1.AnalysisCheckStatus {
 // status said was baking) into the status the plan works on.
 func (r *decision) applyMeasurements() {
 	for name, m := range r.obs.measured {
-		if st := r.checkStatus(name); st != nil {
+		if bg, ok := strings.CutPrefix(name, backgroundKey); ok {
+			if st := findStatus(r.status.BackgroundAnalysis, bg); st != nil {
+				*st = m.status
+			}
+		} else if st := r.checkStatus(name); st != nil {
 			*st = m.status
 		}
 	}
@@ -114,7 +124,7 @@ func (r *decision) retry() {
 	}
 	r.event(corev1.EventTypeNormal, v1alpha1.EventRetried,
 		"spec.retries is %d: the release aborted at step %d (%s) starts again from step 1", r.canary.Spec.Retries, st.Abort.Step, st.Abort.Reason)
-	st.Abort, st.CurrentBatch, st.Batches, st.Analysis = nil, 0, nil, nil
+	st.Abort, st.CurrentBatch, st.Batches, st.Analysis, st.BackgroundAnalysis = nil, 0, nil, nil, nil
 	st.Phase = v1alpha1.CanaryProgressing // not rolling back any more: no second restart
 	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionProgressing)
 }

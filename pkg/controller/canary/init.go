@@ -21,8 +21,11 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		UnitedDeployments: c.Informers.Apps().V1alpha1().UnitedDeployments(),
 		TApps:             c.Informers.Apps().V1alpha1().TApps(),
 		Pods:              c.ManagedInformers.Core().V1().Pods(),
-		Recorder:          c.EventRecorder(EventComponent),
-		Clock:             c.Clock,
+		// Templates: every one in the cluster (people write few, and a Canary may name any).
+		AnalysisTemplates:        c.Informers.Apps().V1alpha1().AnalysisTemplates(),
+		ClusterAnalysisTemplates: c.Informers.Apps().V1alpha1().ClusterAnalysisTemplates(),
+		Recorder:                 c.EventRecorder(EventComponent),
+		Clock:                    c.Clock,
 	}
 	if c.GatewayInformers != nil {
 		cfg.Gateway, cfg.HTTPRoutes = c.GatewayClient, c.GatewayInformers.Gateway().V1().HTTPRoutes()

@@ -29,6 +29,8 @@ type observed struct {
 	traffic   *trafficObserved // spec.trafficRouting's route and Services (pair_traffic.go)
 	// measured are the checks measured in this sync, by name (analysis.go).
 	measured map[string]measured
+	// analysis is spec.analysis with its templates resolved (templates.go).
+	analysis *analysisView
 }
 
 // deployment returns a Deployment from the lister (nil when it does not exist), or the

@@ -66,7 +66,8 @@ func computeStatus(r *plan, fail *failure) v1alpha1.CanaryStatus {
 	} else {
 		cond(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonReplicasUnavailable, msg)
 	}
-	setTrafficStatus(r.decision, &st) // pair_traffic.go
+	setTrafficStatus(r.decision, &st)                    // pair_traffic.go
+	setAnalysisCondition(r.obs.analysis, &st, cn, r.now) // templates.go
 	return st
 }
 

@@ -18,6 +18,11 @@ import (
 type plan struct {
 	*decision
 	rel releasePlan
+	// backgroundHold are the inconclusive background checks that hold the current step until
+	// a promotion; backgroundWaits says an unresolved background entry holds it regardless
+	// (background.go).
+	backgroundHold  []string
+	backgroundWaits bool
 }
 
 // step is one step of a release: the canary pods it holds and what it waits for once they are
@@ -77,6 +82,17 @@ func (r *plan) decide() {
 		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("invalid batch plan: %v", err))
 		return
 	}
+	for i := range steps {
+		steps[i].analysis = r.obs.analysis.expand(steps[i].analysis)
+		if n := len(steps[i].analysis); n > v1alpha1.MaxStepChecks {
+			r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("step %d runs %d checks once its templates are expanded, more than %d", i+1, n, v1alpha1.MaxStepChecks))
+			return
+		}
+	}
+	if bg := r.canary.Spec.BackgroundAnalysis; bg != nil && len(r.obs.analysis.expand(bg.Analysis)) > v1alpha1.MaxStepChecks {
+		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf("backgroundAnalysis runs more than %d checks once its templates are expanded", v1alpha1.MaxStepChecks))
+		return
+	}
 	r.steps = steps
 	switch r.rel.begin() {
 	case holding:
@@ -130,7 +146,10 @@ func (r *plan) progress() {
 		r.rel.beforeFirstStep()
 		r.startBatch(1)
 	}
-	r.advance()
+	r.backgroundHold, r.backgroundWaits = r.judgeBackground(st.CurrentBatch)
+	if !r.aborted() {
+		r.advance()
+	}
 	k := st.CurrentBatch
 	if !r.aborted() {
 		r.checkDeadline(k)
@@ -180,7 +199,7 @@ func (r *plan) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 		return false
 	}
 	b.FinishTime = r.now.DeepCopy()
-	if s := r.steps[k-1]; s.bakes() || r.needsPause(k) {
+	if s := r.steps[k-1]; s.bakes() || r.needsPause(k) || len(r.backgroundHold) > 0 || r.backgroundWaits {
 		r.startBake(k, b)
 		return r.bake(k, b)
 	}

@@ -57,12 +57,12 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		}
 		bases = append(bases, cn.ResourceVersion)
 	}
-	obs := &observed{canary: cn}
+	obs := &observed{canary: cn, analysis: c.templates.resolveAnalysis(cn)}
 	if err := rel.observe(ctx, c, obs); err != nil {
 		return err
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
-	obs.measured = c.measure(ctx, cn, obs.canaryDep, now.Time)
+	obs.measured = c.measure(ctx, cn, obs.analysis, obs.canaryDep, now.Time)
 	r := computePlan(obs, now)
 	fail, writeErr := c.execute(ctx, r, &bases)
 	if writeErr != nil && fail == nil {

@@ -9,7 +9,10 @@ import (
 // Canary): a provider measures, the conditions judge each measurement, and the limits turn
 // the measurements into a verdict. See docs/analysis.md.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.provider.prometheus) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus check needs successCondition or failureCondition: nothing else says what a good value is"
+// +kubebuilder:validation:XValidation:rule="has(self.provider) != has(self.templateRef)",message="set provider (an inline check) or templateRef (the checks of a template), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.templateRef) || !(has(self.interval) || has(self.count) || has(self.failureLimit) || has(self.inconclusiveLimit) || has(self.consecutiveErrorLimit) || has(self.successCondition) || has(self.failureCondition))",message="an entry with templateRef sets only name, templateRef and args: the template's checks say the rest"
+// +kubebuilder:validation:XValidation:rule="!has(self.args) || has(self.templateRef)",message="args needs templateRef: they are the values of the template's arguments"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || !(has(self.provider.prometheus) || has(self.provider.web)) || has(self.successCondition) || has(self.failureCondition)",message="a prometheus or web check needs successCondition or failureCondition: nothing else says what a good value is"
 // +kubebuilder:validation:XValidation:rule="!has(self.count) || self.count == 1 || has(self.interval)",message="count above 1 needs interval: the time between measurements"
 type AnalysisCheck struct {
 	// Name identifies the check; steps list checks by it and status reports by it.
@@ -65,12 +68,72 @@ type AnalysisCheck struct {
 	FailureCondition string `json:"failureCondition,omitempty"`
 
 	// Provider says where measurements come from: exactly one of prometheus, job, podHealth.
-	Provider AnalysisProvider `json:"provider"`
+	// Every inline check sets it; an entry with templateRef does not.
+	// +optional
+	Provider AnalysisProvider `json:"provider,omitzero"`
+
+	// TemplateRef makes this entry of a Canary's spec.analysis run every check of a template
+	// instead of one inline check; a step naming the entry runs them all.
+	// +optional
+	TemplateRef *AnalysisTemplateRef `json:"templateRef,omitempty"`
+
+	// Args are the values of the template's arguments, written {{args.NAME}} in its checks.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Args []AnalysisArgValue `json:"args,omitempty"`
+}
+
+// AnalysisTemplateRef names the template an entry of spec.analysis runs.
+type AnalysisTemplateRef struct {
+	// Kind is AnalysisTemplate (in the Canary's namespace) or ClusterAnalysisTemplate.
+	// +kubebuilder:validation:Enum=AnalysisTemplate;ClusterAnalysisTemplate
+	Kind string `json:"kind"`
+	// Name is the template's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Kinds of template an entry may refer to.
+const (
+	KindAnalysisTemplate        = "AnalysisTemplate"
+	KindClusterAnalysisTemplate = "ClusterAnalysisTemplate"
+)
+
+// AnalysisArgValue gives one argument of a template its value: a literal or a field of the
+// Canary.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="set value or valueFrom, not both"
+type AnalysisArgValue struct {
+	// Name is the argument's name in the template's spec.args.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	Name string `json:"name"`
+	// Value is the literal value.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Value *string `json:"value,omitempty"`
+	// ValueFrom takes the value from a field of the Canary.
+	// +optional
+	ValueFrom *AnalysisArgSource `json:"valueFrom,omitempty"`
+}
+
+// AnalysisArgSource is where an argument's value comes from.
+type AnalysisArgSource struct {
+	// FieldPath is the Canary's field: metadata.name, metadata.namespace, spec.canary.name and
+	// spec.stableRef.name (the canary and stable Deployments), status.target.stableRevision
+	// and status.target.updateRevision (a target's revisions). A field that is empty leaves
+	// the argument unset, and the release waits until it is set.
+	// +kubebuilder:validation:Enum=metadata.name;metadata.namespace;spec.canary.name;spec.stableRef.name;status.target.stableRevision;status.target.updateRevision
+	FieldPath string `json:"fieldPath"`
 }
 
 // AnalysisProvider is where a check's measurements come from.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.job), has(self.podHealth)].filter(p, p).size() == 1",message="provider must set exactly one of prometheus, job, podHealth"
+// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.job), has(self.podHealth), has(self.web)].filter(p, p).size() == 1",message="provider must set exactly one of prometheus, job, podHealth, web"
 type AnalysisProvider struct {
 	// Prometheus queries a Prometheus server's HTTP API; result is the query's value.
 	// +optional
@@ -84,6 +147,86 @@ type AnalysisProvider struct {
 	// PodHealth looks at the canary's own pods: their restarts and readiness.
 	// +optional
 	PodHealth *PodHealthProvider `json:"podHealth,omitempty"`
+
+	// Web asks an HTTP endpoint; result is its decoded JSON body.
+	// +optional
+	Web *WebProvider `json:"web,omitempty"`
+}
+
+// WebProvider sends one HTTP request per measurement. A response other than 2xx, a body that is
+// not JSON or a timeout is an error measurement (retried, then inconclusive, never a pass). TLS
+// certificates are verified. The agent sends the request from its own pod: whoever writes the
+// check chooses where it goes (docs/analysis.md, "Who may write templates").
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.body) || self.method == 'POST'",message="body needs method POST"
+type WebProvider struct {
+	// URL is an http or https URL; {{args.NAME}} is percent-encoded for where it stands.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://')",message="url must be an http or https URL"
+	URL string `json:"url"`
+
+	// Method is GET (the default) or POST.
+	// +kubebuilder:validation:Enum=GET;POST
+	// +kubebuilder:default=GET
+	// +optional
+	Method string `json:"method,omitempty"`
+
+	// Headers are sent with the request, e.g. an Authorization header from a Secret.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Headers []WebHeader `json:"headers,omitempty"`
+
+	// Body is sent with a POST, as application/json.
+	// +kubebuilder:validation:MaxLength=8192
+	// +optional
+	Body string `json:"body,omitempty"`
+
+	// TimeoutSeconds bounds one request, from 1 to 60. Defaults to 10.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// WebHeader is one request header, its value literal or from a Secret of the Canary's
+// namespace.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="set value or valueFrom, not both"
+type WebHeader struct {
+	// Name is the header's name, e.g. Authorization.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	Name string `json:"name"`
+	// Value is the literal value.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Value *string `json:"value,omitempty"`
+	// ValueFrom reads the value from a Secret.
+	// +optional
+	ValueFrom *SecretValueSource `json:"valueFrom,omitempty"`
+}
+
+// SecretValueSource reads a value from a key of a Secret in the Canary's namespace. The agent
+// reads only the Secrets checks name, when they measure.
+type SecretValueSource struct {
+	// SecretKeyRef names the Secret and the key.
+	SecretKeyRef SecretKeyRef `json:"secretKeyRef"`
+}
+
+// SecretKeyRef is a key of a Secret in the Canary's namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key is the key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
 }
 
 // PrometheusProvider queries a Prometheus server. A scalar result is a number; an instant
@@ -100,6 +243,59 @@ type PrometheusProvider struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=8192
 	Query string `json:"query"`
+
+	// Auth authenticates each query: a bearer token or basic auth, from Secrets of the
+	// Canary's namespace.
+	// +optional
+	Auth *PrometheusAuth `json:"auth,omitempty"`
+
+	// Headers are sent with each query, e.g. X-Scope-OrgID, the tenant of a Mimir, Cortex or
+	// Thanos behind one address.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Headers []WebHeader `json:"headers,omitempty"`
+
+	// TLS says how to verify an https server: the CA that signed its certificate and the name
+	// to expect in it. Certificates are always verified.
+	// +optional
+	TLS *TLSSettings `json:"tls,omitempty"`
+}
+
+// PrometheusAuth is how a check authenticates to Prometheus: exactly one of bearerToken, basic.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.bearerToken) != has(self.basic)",message="auth must set exactly one of bearerToken, basic"
+type PrometheusAuth struct {
+	// BearerToken is sent as "Authorization: Bearer <token>".
+	// +optional
+	BearerToken *SecretValueSource `json:"bearerToken,omitempty"`
+	// Basic is HTTP basic authentication.
+	// +optional
+	Basic *BasicAuth `json:"basic,omitempty"`
+}
+
+// BasicAuth is a user name and a password from a Secret.
+type BasicAuth struct {
+	// Username is the user name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Username string `json:"username"`
+	// Password is read from a Secret of the Canary's namespace.
+	Password SecretValueSource `json:"password"`
+}
+
+// TLSSettings verify an https server other than against the agent's system roots.
+type TLSSettings struct {
+	// CA is a PEM bundle of the certificate authorities to trust instead of the system's,
+	// read from a Secret (or any key of one) of the Canary's namespace.
+	// +optional
+	CA *SecretValueSource `json:"ca,omitempty"`
+	// ServerName is the name the server's certificate must carry, when it is not the
+	// address's host.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // JobProvider runs a Job per measurement in the release's namespace, owned by the release so
@@ -150,8 +346,13 @@ const MaxAnalysisMeasurements = 10
 
 // AnalysisCheckStatus is the state of one check of the current step.
 type AnalysisCheckStatus struct {
-	// Name is the check's name in spec.analysis.
+	// Name is the check's name in spec.analysis; a check of a template is named
+	// "<entry>.<check>".
 	Name string `json:"name"`
+
+	// Template is the template a check came from, "Kind/name"; empty for an inline check.
+	// +optional
+	Template string `json:"template,omitempty"`
 
 	// Phase is Running, Successful, Failed, Inconclusive or Error.
 	// +optional

@@ -53,9 +53,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.targetRef) ? !has(self.stableRef) && !has(self.canary) : has(self.stableRef) && has(self.canary)",message="set either targetRef (release a workload in place) or both stableRef and canary (release between two Deployments), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.stableRef) || !has(self.canary) || self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.trafficRouting)",message="trafficRouting works with stableRef and canary only: a targetRef's pods are released in place behind one Service"
-// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.analysis) || self.analysis.all(a, !has(a.provider.podHealth))",message="podHealth checks the canary Deployment's pods and needs stableRef and canary: with targetRef use a prometheus or job check"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.analysis) || self.analysis.all(a, !has(a.provider) || !has(a.provider.podHealth))",message="podHealth checks the canary Deployment's pods and needs stableRef and canary: with targetRef use a prometheus or job check"
 // +kubebuilder:validation:XValidation:rule="[has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.pauseType == 'First'",message="pauseType applies to batches and batchSizes only: with steps, give each step its own pause"
+// +kubebuilder:validation:XValidation:rule="!has(self.backgroundAnalysis) || (has(self.analysis) && self.backgroundAnalysis.analysis.all(n, self.analysis.exists(a, a.name == n)))",message="every name in backgroundAnalysis.analysis must be the name of an entry of spec.analysis"
 // +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || s.analysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n)))",message="every name in steps[].analysis must be the name of a check in spec.analysis"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="progressDeadlineSeconds must be greater than minReadySeconds: a pod could never become available in time"
@@ -134,6 +135,12 @@ type CanarySpec struct {
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	Analysis []AnalysisCheck `json:"analysis,omitempty"`
+
+	// BackgroundAnalysis names entries of spec.analysis that run from a step to the end of the
+	// release, beside the steps' own checks: between steps too, failing the release at any
+	// moment. See docs/analysis.md.
+	// +optional
+	BackgroundAnalysis *CanaryBackgroundAnalysis `json:"backgroundAnalysis,omitempty"`
 
 	// Retries counts the times the release was started again after it was aborted (by a person
 	// or by itself). Raising it (kubectl workload retry) starts an aborted release again from
@@ -371,11 +378,20 @@ type CanaryStatus struct {
 	StableAvailable int32 `json:"stableAvailable"`
 
 	// Analysis is the state of the current step's checks: the last measurements and verdicts.
+	// Templates expand to several checks each, so a step may run more checks than
+	// spec.analysis has entries, up to MaxStepChecks.
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Analysis []AnalysisCheckStatus `json:"analysis,omitempty"`
+
+	// BackgroundAnalysis is the state of spec.backgroundAnalysis's checks in this release.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	BackgroundAnalysis []AnalysisCheckStatus `json:"backgroundAnalysis,omitempty"`
 
 	// Abort says why the release rolled back by itself (a failed check, an exceeded progress
 	// deadline). It stays until spec.retries rises above its retries (kubectl workload retry).
@@ -476,4 +492,18 @@ type CanaryList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// Items is the list of Canaries.
 	Items []Canary `json:"items"`
+}
+
+// CanaryBackgroundAnalysis runs checks from a step to the end of the release.
+type CanaryBackgroundAnalysis struct {
+	// Analysis names entries of spec.analysis (inline checks or templates).
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	Analysis []string `json:"analysis"`
+
+	// StartingStep is the 1-based step at whose start the checks begin. Defaults to 1.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	StartingStep *int32 `json:"startingStep,omitempty"`
 }

@@ -29,6 +29,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&TApp{}, &TAppList{},
 		&UnitedDeployment{}, &UnitedDeploymentList{},
 		&Canary{}, &CanaryList{},
+		&AnalysisTemplate{}, &AnalysisTemplateList{},
+		&ClusterAnalysisTemplate{}, &ClusterAnalysisTemplateList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -53,8 +53,12 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=apps.workload.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("analysistemplates"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().AnalysisTemplates().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("canaries"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().Canaries().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("clusteranalysistemplates"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ClusterAnalysisTemplates().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("tapps"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().TApps().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("uniteddeployments"):

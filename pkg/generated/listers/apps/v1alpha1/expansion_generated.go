@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
+// AnalysisTemplateListerExpansion allows custom methods to be added to
+// AnalysisTemplateLister.
+type AnalysisTemplateListerExpansion interface{}
+
+// AnalysisTemplateNamespaceListerExpansion allows custom methods to be added to
+// AnalysisTemplateNamespaceLister.
+type AnalysisTemplateNamespaceListerExpansion interface{}
+
 // CanaryListerExpansion allows custom methods to be added to
 // CanaryLister.
 type CanaryListerExpansion interface{}
@@ -25,6 +33,10 @@ type CanaryListerExpansion interface{}
 // CanaryNamespaceListerExpansion allows custom methods to be added to
 // CanaryNamespaceLister.
 type CanaryNamespaceListerExpansion interface{}
+
+// ClusterAnalysisTemplateListerExpansion allows custom methods to be added to
+// ClusterAnalysisTemplateLister.
+type ClusterAnalysisTemplateListerExpansion interface{}
 
 // TAppListerExpansion allows custom methods to be added to
 // TAppLister.

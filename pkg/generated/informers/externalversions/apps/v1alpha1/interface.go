@@ -24,8 +24,12 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// AnalysisTemplates returns a AnalysisTemplateInformer.
+	AnalysisTemplates() TypedAnalysisTemplateInformer
 	// Canaries returns a CanaryInformer.
 	Canaries() TypedCanaryInformer
+	// ClusterAnalysisTemplates returns a ClusterAnalysisTemplateInformer.
+	ClusterAnalysisTemplates() TypedClusterAnalysisTemplateInformer
 	// TApps returns a TAppInformer.
 	TApps() TypedTAppInformer
 	// UnitedDeployments returns a UnitedDeploymentInformer.
@@ -43,9 +47,19 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
+// AnalysisTemplates returns a TypedAnalysisTemplateInformer.
+func (v *version) AnalysisTemplates() TypedAnalysisTemplateInformer {
+	return &analysisTemplateInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // Canaries returns a TypedCanaryInformer.
 func (v *version) Canaries() TypedCanaryInformer {
 	return &canaryInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ClusterAnalysisTemplates returns a TypedClusterAnalysisTemplateInformer.
+func (v *version) ClusterAnalysisTemplates() TypedClusterAnalysisTemplateInformer {
+	return &clusterAnalysisTemplateInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // TApps returns a TypedTAppInformer.

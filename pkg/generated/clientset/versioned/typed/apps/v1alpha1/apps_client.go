@@ -28,7 +28,9 @@ import (
 
 type AppsV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	AnalysisTemplatesGetter
 	CanariesGetter
+	ClusterAnalysisTemplatesGetter
 	TAppsGetter
 	UnitedDeploymentsGetter
 }
@@ -38,8 +40,16 @@ type AppsV1alpha1Client struct {
 	restClient rest.Interface
 }
 
+func (c *AppsV1alpha1Client) AnalysisTemplates(namespace string) AnalysisTemplateInterface {
+	return newAnalysisTemplates(c, namespace)
+}
+
 func (c *AppsV1alpha1Client) Canaries(namespace string) CanaryInterface {
 	return newCanaries(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) ClusterAnalysisTemplates() ClusterAnalysisTemplateInterface {
+	return newClusterAnalysisTemplates(c)
 }
 
 func (c *AppsV1alpha1Client) TApps(namespace string) TAppInterface {

@@ -18,7 +18,11 @@ limitations under the License.
 
 package v1alpha1
 
+type AnalysisTemplateExpansion interface{}
+
 type CanaryExpansion interface{}
+
+type ClusterAnalysisTemplateExpansion interface{}
 
 type TAppExpansion interface{}
 

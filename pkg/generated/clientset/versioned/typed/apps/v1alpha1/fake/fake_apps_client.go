@@ -28,8 +28,16 @@ type FakeAppsV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1alpha1) AnalysisTemplates(namespace string) v1alpha1.AnalysisTemplateInterface {
+	return newFakeAnalysisTemplates(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) Canaries(namespace string) v1alpha1.CanaryInterface {
 	return newFakeCanaries(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) ClusterAnalysisTemplates() v1alpha1.ClusterAnalysisTemplateInterface {
+	return newFakeClusterAnalysisTemplates(c)
 }
 
 func (c *FakeAppsV1alpha1) TApps(namespace string) v1alpha1.TAppInterface {
