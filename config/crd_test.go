@@ -33,7 +33,7 @@ func TestCRDNamesSubresourcesAndColumns(t *testing.T) {
 	}{
 		"tapps.apps.workload.dev":             {"TApp", "tapp", true, []string{"Desired", "Ready", "Updated", "Status", "Age"}},
 		"uniteddeployments.apps.workload.dev": {"UnitedDeployment", "ud", true, []string{"Desired", "Ready", "Updated", "Updated-Ready", "Age"}},
-		"canaries.apps.workload.dev":          {"Canary", "canary", false, []string{"Desired", "Batch", "Canary", "Stable", "Phase", "Age"}},
+		"canaries.apps.workload.dev":          {"Canary", "canary", true, []string{"Desired", "Batch", "Canary", "Stable", "Phase", "Age"}},
 	}
 	crds := mustCRDs(t)
 	if len(crds) != len(want) {
