@@ -206,9 +206,11 @@ func everything() labels.Selector { return labels.Everything() }
 
 // referencedUnfiltered are the native resources an informer may list and watch without the
 // managed-by selector, each with the controller that references objects of it it did not
-// create. None: the Canary's stable Deployment is watched by name (the canary package's watchedDeployments,
-// tested in pkg/controller/canary), not by an informer of every Deployment.
-var referencedUnfiltered = map[string]string{}
+// create. The Canary's stable Deployment is watched by name (the canary package's watchedDeployments,
+// tested in pkg/controller/canary), not by an informer of every Deployment; HorizontalPodAutoscalers
+// are listed whole, as HTTPRoutes are: a Canary refuses one by the Deployment it scales, which no
+// label tells, and they are few (one per autoscaled workload, with no pod template).
+var referencedUnfiltered = map[string]string{"horizontalpodautoscalers": "canary"}
 
 // Every informer the registered controllers start lists and watches native objects only through
 // the managed-by selector, so that the agent's memory does not grow with unrelated objects; the

@@ -1,12 +1,15 @@
 package canary
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -131,4 +134,50 @@ func TestTargetFollowsItsReplicas(t *testing.T) {
 	// Scaled down to 2 and promoted: the last step releases both.
 	cn.Spec.ApprovedBatch = 1
 	wantPartition(t, "step 2: 2 of 2", syncFollowing(cn, scaled(ledger(6, 0, "v1", "v2"), 2)), 0)
+}
+
+// hpa is a HorizontalPodAutoscaler of the apps/v1 kind named by target.
+func hpa(name, kind, target string) *autoscalingv2.HorizontalPodAutoscaler {
+	apiVersion := "apps/v1"
+	if kind == Kind {
+		apiVersion = v1alpha1.SchemeGroupVersion.String()
+	}
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: target},
+			MaxReplicas:    20,
+		},
+	}
+}
+
+// A HorizontalPodAutoscaler on the stable Deployment of a pair is refused before anything is
+// written, naming it and telling to point it at the Canary; pointed at the Canary, the release
+// goes on. One on another Deployment is none of the Canary's business.
+func TestAutoscaledStableIsRefused(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseNone, 2, U, 1, 10, nil)
+	hpas := f.kube.AutoscalingV2().HorizontalPodAutoscalers(ns)
+	if _, err := hpas.Create(context.Background(), hpa("other", "Deployment", "payments"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hpas.Create(context.Background(), hpa("checkout", "Deployment", "checkout"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step(writeStatus)
+	cn := f.canary()
+	cond := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || cond == nil || cond.Reason != v1alpha1.ReasonAutoscaledDeployment ||
+		!strings.Contains(cond.Message, `HorizontalPodAutoscaler "checkout" scales Deployment "checkout"`) ||
+		!strings.Contains(cond.Message, "kind: Canary, name: checkout") {
+		t.Fatalf("phase %s condition %+v", cn.Status.Phase, cond)
+	}
+	f.settled()
+
+	if _, err := hpas.Update(context.Background(), hpa("checkout", Kind, "checkout"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step(patchCanary+replicas(4), patchStable+replicas(9), writeStatus)
+	if cn := f.canary(); cn.Status.Phase != v1alpha1.CanaryProgressing {
+		t.Errorf("pointed at the Canary: phase %s: %s", cn.Status.Phase, cn.Status.Message)
+	}
 }

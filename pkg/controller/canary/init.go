@@ -21,6 +21,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		UnitedDeployments: c.Informers.Apps().V1alpha1().UnitedDeployments(),
 		TApps:             c.Informers.Apps().V1alpha1().TApps(),
 		Pods:              c.ManagedInformers.Core().V1().Pods(),
+		HPAs:              c.KubeInformers.Autoscaling().V2().HorizontalPodAutoscalers(),
 		Recorder:          c.EventRecorder(EventComponent),
 	}
 	if c.GatewayInformers != nil {
