@@ -87,34 +87,37 @@ func scalesDeployment(h *autoscalingv2.HorizontalPodAutoscaler, name string) boo
 	return ref.Kind == "Deployment" && ref.Name == name && (group == "apps" || ref.APIVersion == "")
 }
 
-// watchAutoscalers enqueues, on every event of a HorizontalPodAutoscaler, the Canaries that read
-// the Deployment it scales (before and after an update).
+// watchAutoscalers lists the HorizontalPodAutoscalers for autoscalerOf and enqueues, on every
+// event of one, the Canaries that read the Deployment it scales (before and after an update).
 func (c *Controller) watchAutoscalers(hpas autoscalinginformers.HorizontalPodAutoscalerInformer) error {
 	c.hpaLister = hpas.Lister()
-	enqueue := func(obj interface{}) {
-		o, err := expectations.ObjectFromDeleteEvent(obj)
-		if err != nil {
-			utilruntime.HandleError(err)
-			return
-		}
-		h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
-		if !ok || h.Spec.ScaleTargetRef.Kind != "Deployment" {
-			return
-		}
-		canaries, err := c.canaryIndexer.ByIndex(deploymentIndex, h.Namespace+"/"+h.Spec.ScaleTargetRef.Name)
-		if err != nil {
-			utilruntime.HandleError(err)
-			return
-		}
-		for _, cn := range canaries {
-			c.Enqueue(cn)
-		}
-	}
 	return c.Watch(hpas.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(old, obj interface{}) { enqueue(old); enqueue(obj) },
-		DeleteFunc: enqueue,
+		AddFunc:    c.handleAutoscaler,
+		UpdateFunc: func(old, obj interface{}) { c.handleAutoscaler(old); c.handleAutoscaler(obj) },
+		DeleteFunc: c.handleAutoscaler,
 	})
+}
+
+// handleAutoscaler enqueues the Canaries that read the Deployment a HorizontalPodAutoscaler
+// scales.
+func (c *Controller) handleAutoscaler(obj interface{}) {
+	o, err := expectations.ObjectFromDeleteEvent(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok || h.Spec.ScaleTargetRef.Kind != "Deployment" {
+		return
+	}
+	canaries, err := c.canaryIndexer.ByIndex(deploymentIndex, h.Namespace+"/"+h.Spec.ScaleTargetRef.Name)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, cn := range canaries {
+		c.Enqueue(cn)
+	}
 }
 
 // refuseAutoscaled sets Degraded, and reports true, when a HorizontalPodAutoscaler scales the

@@ -181,3 +181,22 @@ func TestAutoscaledStableIsRefused(t *testing.T) {
 		t.Errorf("pointed at the Canary: phase %s: %s", cn.Status.Phase, cn.Status.Message)
 	}
 }
+
+// An event of a HorizontalPodAutoscaler enqueues the Canaries that read the Deployment it
+// scales, and no other.
+func TestAutoscalerEventsEnqueueTheirCanary(t *testing.T) {
+	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
+	for _, tc := range []struct {
+		hpa  *autoscalingv2.HorizontalPodAutoscaler
+		want int
+	}{
+		{hpa("other", "Deployment", "payments"), 0},
+		{hpa("on-the-canary", Kind, "checkout"), 0},
+		{hpa("on-the-stable", "Deployment", "checkout"), 1},
+	} {
+		f.ctrl.handleAutoscaler(tc.hpa)
+		if got := f.ctrl.Queue.Len(); got != tc.want {
+			t.Errorf("HPA %s: %d Canaries queued, want %d", tc.hpa.Name, got, tc.want)
+		}
+	}
+}
