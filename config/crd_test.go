@@ -34,7 +34,7 @@ func TestCRDNamesSubresourcesAndColumns(t *testing.T) {
 	}{
 		"tapps.apps.workload.dev":             {"TApp", "tapp", true, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Ready", "Updated", "Status", "Age"}},
 		"uniteddeployments.apps.workload.dev": {"UnitedDeployment", "ud", true, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Ready", "Updated", "Updated-Ready", "Age"}},
-		"canaries.apps.workload.dev":          {"Canary", "canary", false, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Batch", "Canary", "Stable", "Phase", "Age"}},
+		"canaries.apps.workload.dev":          {"Canary", "canary", true, true, apiextensionsv1.NamespaceScoped, []string{"Desired", "Batch", "Canary", "Stable", "Phase", "Age"}},
 		// Templates are written by people and read by the agent: nothing to report, no status.
 		"analysistemplates.apps.workload.dev":        {"AnalysisTemplate", "atpl", false, false, apiextensionsv1.NamespaceScoped, []string{"Checks", "Args", "Age"}},
 		"clusteranalysistemplates.apps.workload.dev": {"ClusterAnalysisTemplate", "catpl", false, false, apiextensionsv1.ClusterScoped, []string{"Checks", "Args", "Age"}},

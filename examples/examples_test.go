@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -165,6 +166,8 @@ func decodeStrict(t *testing.T, file string, doc []byte) string {
 		into = &corev1.Secret{}
 	case "HTTPRoute":
 		into = &gatewayv1.HTTPRoute{}
+	case "HorizontalPodAutoscaler":
+		into = &autoscalingv2.HorizontalPodAutoscaler{}
 	default:
 		t.Fatalf("%s: no Go type known for kind %q", file, meta.Kind)
 	}

@@ -56,11 +56,12 @@ func (k Key) String() string {
 }
 
 const (
-	workloads = "apps.workload.dev"
-	apps      = "apps"
-	batch     = "batch"
-	gateway   = "gateway.networking.k8s.io"
-	core      = ""
+	workloads   = "apps.workload.dev"
+	apps        = "apps"
+	batch       = "batch"
+	gateway     = "gateway.networking.k8s.io"
+	autoscaling = "autoscaling"
+	core        = ""
 )
 
 // Informers: every informer lists and watches all namespaces (or the one of --namespace). Since
@@ -177,6 +178,11 @@ var Permissions = []Permission{
 	{gateway, "httproutes", "patch", "", "canary: writeRoute sets the backendRef weights and the header rule (JSON patch testing resourceVersion)"},
 	{gateway, "httproutes", "get", "", "canary: writeRoute reads the route after a refused patch, to tell someone else's edit from a failure"},
 	{core, "services", "get", "", "canary: trafficClients.service checks the stable and canary Services exist and select the right pods"},
+
+	// HorizontalPodAutoscalers: a Canary refuses one that scales the Deployment whose replicas its
+	// release sets (autoscale.go: autoscalerOf, watchAutoscalers).
+	{autoscaling, "horizontalpodautoscalers", "list", "", informerList + " (canary: autoscalerOf)"},
+	{autoscaling, "horizontalpodautoscalers", "watch", "", informerWatch},
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).

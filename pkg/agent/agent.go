@@ -555,20 +555,21 @@ type namedController struct {
 func (a *Agent) initControllers(ctx context.Context, factories *Factories, recorder func(string) record.EventRecorder) ([]namedController, error) {
 	logger := klog.FromContext(ctx)
 	cctx := &ctrl.Context{
-		KubeClient:       a.clients.Kube,
-		Client:           a.clients.Client,
-		GatewayClient:    a.clients.Gateway,
-		GatewayInformers: factories.Gateway,
-		ManagedInformers: factories.Managed,
-		ManagedSelector:  ManagedSelector,
-		Informers:        factories.Workloads,
-		EventRecorder:    recorder,
-		Clock:            clock.RealClock{},
-		Namespace:        a.opts.Namespace,
-		AgentNamespace:   a.opts.LeaderElectNamespace,
-		Fence:            a.clients.Fence,
-		Workers:          a.opts.Workers,
-		ResyncPeriod:     a.opts.ResyncPeriod,
+		KubeClient:          a.clients.Kube,
+		Client:              a.clients.Client,
+		GatewayClient:       a.clients.Gateway,
+		GatewayInformers:    factories.Gateway,
+		ManagedInformers:    factories.Managed,
+		ReferencedInformers: factories.Referenced,
+		ManagedSelector:     ManagedSelector,
+		Informers:           factories.Workloads,
+		EventRecorder:       recorder,
+		Clock:               clock.RealClock{},
+		Namespace:           a.opts.Namespace,
+		AgentNamespace:      a.opts.LeaderElectNamespace,
+		Fence:               a.clients.Fence,
+		Workers:             a.opts.Workers,
+		ResyncPeriod:        a.opts.ResyncPeriod,
 	}
 	var controllers []namedController
 	registry := a.opts.registry()

@@ -101,6 +101,12 @@ type Factories struct {
 	// nil unless EnableGateway was called. Not filtered by labels: routes are the user's, and
 	// few (docs/traffic.md, "What the agent caches").
 	Gateway gatewayinformers.SharedInformerFactory
+	// Referenced is for the few native objects of the user's that a controller reads though
+	// no label of ours marks them: HorizontalPodAutoscalers (a Canary refuses one that scales
+	// the Deployments it moves; docs/canary.md, "Autoscaling"). Unfiltered, scoped to the
+	// namespace; a factory starts only the informers requested from it, so the kinds nobody
+	// asks for cost nothing.
+	Referenced informers.SharedInformerFactory
 }
 
 // EnableGateway adds the Gateway API factory, with the StripManagedFields transform.
@@ -138,6 +144,9 @@ func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespa
 		Workloads: externalversions.NewSharedInformerFactoryWithOptions(client, resync,
 			externalversions.WithNamespace(namespace),
 			externalversions.WithTransform(StripManagedFields)),
+		Referenced: informers.NewSharedInformerFactoryWithOptions(kube, resync,
+			informers.WithNamespace(namespace),
+			informers.WithTransform(StripManagedFields)),
 	}
 }
 
@@ -145,6 +154,7 @@ func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespa
 func (f *Factories) Start(stop <-chan struct{}) {
 	f.Managed.Start(stop)
 	f.Workloads.Start(stop)
+	f.Referenced.Start(stop)
 	if f.Gateway != nil {
 		f.Gateway.Start(stop)
 	}
@@ -164,6 +174,11 @@ func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
 			unsynced = append(unsynced, typ.String())
 		}
 	}
+	for typ, ok := range f.Referenced.WaitForCacheSync(stop) {
+		if !ok {
+			unsynced = append(unsynced, typ.String())
+		}
+	}
 	if f.Gateway != nil {
 		for typ, ok := range f.Gateway.WaitForCacheSync(stop) {
 			if !ok {
@@ -179,6 +194,7 @@ func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
 func (f *Factories) Shutdown() {
 	f.Managed.Shutdown()
 	f.Workloads.Shutdown()
+	f.Referenced.Shutdown()
 	if f.Gateway != nil {
 		f.Gateway.Shutdown()
 	}

@@ -202,9 +202,11 @@ func everything() labels.Selector { return labels.Everything() }
 
 // referencedUnfiltered are the native resources an informer may list and watch without the
 // managed-by selector, each with the controller that references objects of it it did not
-// create. None: the Canary's stable Deployment is watched by name (the canary package's watchedDeployments,
-// tested in pkg/controller/canary), not by an informer of every Deployment.
-var referencedUnfiltered = map[string]string{}
+// create. The Canary's stable Deployment is watched by name (the canary package's watchedDeployments,
+// tested in pkg/controller/canary), not by an informer of every Deployment; HorizontalPodAutoscalers
+// are listed whole, as HTTPRoutes are: a Canary refuses one by the Deployment it scales, which no
+// label tells, and they are few (one per autoscaled workload, with no pod template).
+var referencedUnfiltered = map[string]string{"horizontalpodautoscalers": "canary"}
 
 // withoutNativeInformer are the controllers that start no informer of a native kind, each with
 // what it reads instead.
@@ -223,9 +225,10 @@ func TestEveryControllerInformerIsFiltered(t *testing.T) {
 			c, err := initFunc(&ctrl.Context{
 				KubeClient: kube, Client: workloadfake.NewSimpleClientset(),
 				ManagedInformers: f.Managed, ManagedSelector: ManagedSelector, Informers: f.Workloads,
-				EventRecorder: func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
-				Clock:         clock.RealClock{},
-				Workers:       1,
+				ReferencedInformers: f.Referenced,
+				EventRecorder:       func(string) record.EventRecorder { return record.NewFakeRecorder(100) },
+				Clock:               clock.RealClock{},
+				Workers:             1,
 			})
 			if err != nil || c == nil {
 				t.Fatalf("Init: %v, %v", c, err)

@@ -62,6 +62,9 @@ type Context struct {
 	ManagedInformers informers.SharedInformerFactory
 	// ManagedSelector is the label selector ManagedInformers lists and watches with.
 	ManagedSelector string
+	// ReferencedInformers is the shared factory for the few native objects of the user's a
+	// controller reads unfiltered (HorizontalPodAutoscalers), scoped to Namespace.
+	ReferencedInformers informers.SharedInformerFactory
 	// Informers is the shared factory for TApps, UnitedDeployments and Canaries, scoped to
 	// Namespace.
 	Informers externalversions.SharedInformerFactory

@@ -174,7 +174,7 @@ type deploymentField struct {
 var (
 	deploymentReplicas = deploymentField{name: "spec.replicas", path: []string{"f:spec", "f:replicas"},
 		value: func(d *appsv1.Deployment) string { return fmt.Sprint(replicasOf(d)) },
-		what:  "an Argo Rollout whose workloadRef names it: release it with one of the two, not both; a HorizontalPodAutoscaler: do not autoscale it during a release",
+		what:  "an Argo Rollout whose workloadRef names it: release it with one of the two, not both; a HorizontalPodAutoscaler: point its scaleTargetRef at the Canary",
 		fix:   "kubectl scale deploy/%s"}
 	deploymentPaused = deploymentField{name: "spec.paused", path: []string{"f:spec", "f:paused"},
 		value: func(d *appsv1.Deployment) string { return fmt.Sprint(d.Spec.Paused) },

@@ -12,9 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
+	autoscalinginformers "k8s.io/client-go/informers/autoscaling/v2"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -60,6 +62,7 @@ type Controller struct {
 	targets          map[string]targetKind // the workloads Canaries target, by kind (inplace_kind.go)
 	traffic          *trafficClients       // nil without the Gateway API (routes.go)
 	deploymentLister appslisters.DeploymentLister
+	hpaLister        autoscalinglisters.HorizontalPodAutoscalerLister // nil without Config.HPAs
 	clock            clock.PassiveClock
 
 	// runner and analysisEnv take the measurements of the checks of a baking step (analysis.go).
@@ -108,7 +111,10 @@ type Config struct {
 	// has no Gateway API: every Canary with traffic routing then says GatewayAPIUnavailable.
 	Gateway    gatewayclient.Interface
 	HTTPRoutes gatewayinformers.HTTPRouteInformer
-	Recorder   record.EventRecorder
+	// HPAs lets the controller refuse a HorizontalPodAutoscaler on a Deployment whose replicas a
+	// release sets (autoscale.go); nil: it is not told, and its writes meet the contest rule.
+	HPAs     autoscalinginformers.HorizontalPodAutoscalerInformer
+	Recorder record.EventRecorder
 	// Clock is the controller's time; nil for the real clock.
 	Clock clock.PassiveClock
 }
@@ -152,6 +158,11 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	if cfg.HTTPRoutes != nil {
 		if err := c.enableTraffic(cfg.Gateway, cfg.HTTPRoutes); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.HPAs != nil {
+		if err := c.watchAutoscalers(cfg.HPAs); err != nil {
 			return nil, err
 		}
 	}

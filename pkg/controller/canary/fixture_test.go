@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,7 @@ const ns = "shop"
 
 var (
 	deploymentsGVR = appsv1.SchemeGroupVersion.WithResource("deployments")
+	hpasGVR        = autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers")
 	canariesGVR    = v1alpha1.SchemeGroupVersion.WithResource("canaries")
 	start          = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 )
@@ -53,6 +55,7 @@ type fixture struct {
 
 	canaryStore     cache.Indexer
 	deploymentStore cache.Indexer
+	hpaStore        cache.Indexer
 
 	actions []string // writes to either API server, in order
 	patches []string // the bodies of the patches among them, in order
@@ -146,6 +149,7 @@ func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.De
 		Client:      f.client,
 		Canaries:    canaryInformers.Apps().V1alpha1().Canaries(),
 		Deployments: kubeInformers.Apps().V1().Deployments(),
+		HPAs:        kubeInformers.Autoscaling().V2().HorizontalPodAutoscalers(),
 		Recorder:    f.recorder,
 		Clock:       f.clock,
 	})
@@ -155,6 +159,7 @@ func newFixture(t *testing.T, canary *v1alpha1.Canary, deployments ...*appsv1.De
 	f.ctrl = c
 	f.canaryStore = canaryInformers.Apps().V1alpha1().Canaries().Informer().GetIndexer()
 	f.deploymentStore = kubeInformers.Apps().V1().Deployments().Informer().GetIndexer()
+	f.hpaStore = kubeInformers.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetIndexer()
 	f.refresh()
 	return f
 }
@@ -164,6 +169,7 @@ func (f *fixture) refresh() {
 	f.t.Helper()
 	f.replaceStore(f.canaryStore, f.client.Tracker(), canariesGVR, "Canary")
 	f.replaceStore(f.deploymentStore, f.kube.Tracker(), deploymentsGVR, "Deployment")
+	f.replaceStore(f.hpaStore, f.kube.Tracker(), hpasGVR, "HorizontalPodAutoscaler")
 }
 
 func (f *fixture) replaceStore(store cache.Indexer, tracker k8stesting.ObjectTracker, gvr schema.GroupVersionResource, kind string) {
@@ -179,6 +185,10 @@ func (f *fixture) replaceStore(store cache.Indexer, tracker k8stesting.ObjectTra
 			items = append(items, l.Items[i].DeepCopy())
 		}
 	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			items = append(items, l.Items[i].DeepCopy())
+		}
+	case *autoscalingv2.HorizontalPodAutoscalerList:
 		for i := range l.Items {
 			items = append(items, l.Items[i].DeepCopy())
 		}

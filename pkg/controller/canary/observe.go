@@ -27,6 +27,9 @@ type observed struct {
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
 	traffic   *trafficObserved // spec.trafficRouting's route and Services (pair_traffic.go)
+	// autoscaler names a HorizontalPodAutoscaler of the Deployment whose replicas the release
+	// sets, "" when none does (autoscale.go).
+	autoscaler string
 	// measured are the checks measured in this sync, by name (analysis.go).
 	measured map[string]measured
 	// analysis is spec.analysis with its templates resolved (templates.go).

@@ -68,7 +68,8 @@ func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed
 		return err
 	}
 	obs.targetHolder = c.holder(cn)
-	return nil
+	obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.TargetRef.Name)
+	return err
 }
 
 func (deploymentRelease) plan(d *decision) releasePlan {
@@ -110,6 +111,8 @@ func (r *deploymentPlan) begin() course {
 		r.setDegraded(v1alpha1.ReasonCanaryNameConflict, fmt.Sprintf(
 			"Deployment %q already exists and is not owned by this Canary, which releases Deployment %q through a canary Deployment of that name: rename or delete it; nothing is changed until then",
 			tmp, ref.Name))
+		return decided
+	case r.refuseAutoscaled(ref.Name): // autoscale.go
 		return decided
 	}
 	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template)}

@@ -43,6 +43,7 @@ func (inPlaceRelease) observe(ctx context.Context, c *Controller, obs *observed)
 		return err
 	}
 	obs.target = w
+	obs.canary = followTarget(cn, w) // autoscale.go: the total, when spec.replicas is left out
 	obs.targetHolder = c.holder(cn)
 	return nil
 }

@@ -37,6 +37,9 @@ func (pairRelease) observe(ctx context.Context, c *Controller, obs *observed) er
 	if obs.canaryDep, err = c.deployment(cn.Namespace, cn.Spec.Canary.Name); err != nil {
 		return err
 	}
+	if obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.StableRef.Name); err != nil {
+		return err
+	}
 	obs.traffic, err = c.observeTraffic(ctx, cn)
 	return err
 }
@@ -94,6 +97,10 @@ func (r *pairPlan) begin() course {
 		return decided
 	}
 	r.stable = r.obs.stable
+	if r.refuseAutoscaled(r.stable.Name) { // autoscale.go
+		r.canaryDep = r.obs.canaryDep
+		return decided
+	}
 
 	if d := r.obs.canaryDep; d != nil && !isOwnedBy(d, cn) {
 		r.setDegraded(v1alpha1.ReasonCanaryNameConflict, fmt.Sprintf(

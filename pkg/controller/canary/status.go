@@ -33,6 +33,11 @@ func computeStatus(r *plan, fail *failure) v1alpha1.CanaryStatus {
 
 	st.CanaryReplicas, st.CanaryAvailable = 0, 0
 	r.rel.fillStatus(&st)
+	var selector *metav1.LabelSelector
+	if r.obs.stable != nil {
+		selector = r.obs.stable.Spec.Selector
+	}
+	fillScale(&st, selector) // autoscale.go
 
 	cond := func(t string, s metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{

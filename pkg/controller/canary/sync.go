@@ -69,7 +69,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		return writeErr // the Canary itself refused a write, or the cache lags: nothing to report
 	}
 	status := computeStatus(r, fail)
-	metrics.SetRolloutProgress(Kind, key.Namespace, key.Name, cn.Spec.Replicas,
+	metrics.SetRolloutProgress(Kind, key.Namespace, key.Name, obs.canary.Spec.Replicas,
 		status.CanaryReplicas, status.CanaryAvailable+status.StableAvailable)
 	if err := c.updateStatus(ctx, cn, bases, status, last); err != nil {
 		c.reportStatusRefused(ctx, cn, now, err)

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=canary,categories=workload
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`,description="Pods asked for across stable and canary"
 // +kubebuilder:printcolumn:name="Batch",type=integer,JSONPath=`.status.currentBatch`,description="Batch being released (1-based)"
 // +kubebuilder:printcolumn:name="Canary",type=integer,JSONPath=`.status.canaryAvailable`,description="Available canary pods"
@@ -54,27 +55,36 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.stableRef) || !has(self.canary) || self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.trafficRouting)",message="trafficRouting works with stableRef and canary only: a targetRef's pods are released in place behind one Service"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.analysis) || self.analysis.all(a, !has(a.provider) || !has(a.provider.podHealth))",message="podHealth checks the canary Deployment's pods and needs stableRef and canary: with targetRef use a prometheus or job check"
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef) || has(self.replicas)",message="spec.replicas is required with stableRef and canary: it is the total the two Deployments serve (an autoscaler sets it through the Canary's scale subresource)"
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.targetRef) || self.targetRef.kind != 'Deployment'",message="spec.replicas is required with targetRef of kind Deployment: the agent scales that Deployment down as the canary grows, so its replicas cannot give the total"
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.batchSizes) || self.batchSizes.all(b, type(b) == string)",message="batchSizes must be percentages when spec.replicas is absent: the total follows targetRef's replicas, so a fixed number of pods could exceed it"
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.batchSizes) || self.batchSizes[self.batchSizes.size() - 1] == '100%'",message="the last of batchSizes must be \"100%\""
 // +kubebuilder:validation:XValidation:rule="[has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.pauseType == 'First'",message="pauseType applies to batches and batchSizes only: with steps, give each step its own pause"
 // +kubebuilder:validation:XValidation:rule="!has(self.backgroundAnalysis) || (has(self.analysis) && self.backgroundAnalysis.analysis.all(n, self.analysis.exists(a, a.name == n)))",message="every name in backgroundAnalysis.analysis must be the name of an entry of spec.analysis"
 // +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || s.analysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n)))",message="every name in steps[].analysis must be the name of a check in spec.analysis"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="progressDeadlineSeconds must be greater than minReadySeconds: a pod could never become available in time"
-// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.replicas) || type(s.replicas) == string || s.replicas <= self.replicas)",message="steps[].replicas cannot be more than spec.replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || !has(self.replicas) || self.steps.all(s, !has(s.replicas) || type(s.replicas) == string || s.replicas <= self.replicas)",message="steps[].replicas cannot be more than spec.replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, has(s.replicas) != has(s.subsets))",message="each step sets exactly one of replicas (a number or percentage of pods) or subsets (the zones of a UnitedDeployment target it releases)"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.subsets)) || (has(self.targetRef) && self.targetRef.kind == 'UnitedDeployment')",message="steps[].subsets releases zones of a UnitedDeployment and needs targetRef of kind UnitedDeployment: with other workloads give steps[].replicas"
-// +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || self.batchSizes.map(b, type(b) == int ? b : (int(b.substring(0, size(b) - 1)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
-// +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || (type(self.batchSizes[self.batchSizes.size() - 1]) == int ? self.batchSizes[self.batchSizes.size() - 1] == self.replicas : self.batchSizes[self.batchSizes.size() - 1] == '100%')",message="the last of batchSizes must be the full size: spec.replicas or \"100%\""
-// +kubebuilder:validation:XValidation:rule="!has(self.batches) || self.batches <= self.replicas || self.replicas == 0",message="batches cannot be more than replicas: every batch must add at least one canary pod"
+// +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || !has(self.replicas) || self.batchSizes.map(b, type(b) == int ? b : (int(b.substring(0, size(b) - 1)) * self.replicas + 50) / 100).isSorted()",message="batchSizes must not decrease: each batch holds at least as many canary pods as the one before"
+// +kubebuilder:validation:XValidation:rule="!has(self.batchSizes) || !has(self.replicas) || (type(self.batchSizes[self.batchSizes.size() - 1]) == int ? self.batchSizes[self.batchSizes.size() - 1] == self.replicas : self.batchSizes[self.batchSizes.size() - 1] == '100%')",message="the last of batchSizes must be the full size: spec.replicas or \"100%\""
+// +kubebuilder:validation:XValidation:rule="!has(self.batches) || !has(self.replicas) || self.batches <= self.replicas || self.replicas == 0",message="batches cannot be more than replicas: every batch must add at least one canary pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.dynamicStableScale) || !self.dynamicStableScale || has(self.trafficRouting)",message="dynamicStableScale needs trafficRouting: the stable Deployment shrinks as its traffic weight falls"
 // +kubebuilder:validation:XValidation:rule="has(self.trafficRouting) || !has(self.steps) || self.steps.all(s, !has(s.weight))",message="steps[].weight needs trafficRouting: without it traffic follows the pod counts"
 // +kubebuilder:validation:XValidation:rule="has(self.trafficRouting) || !has(self.steps) || self.steps.all(s, !has(s.matches))",message="steps[].matches needs trafficRouting: header routes are set on its HTTPRoute"
 // +kubebuilder:validation:XValidation:rule="!has(self.trafficRouting) || self.trafficRouting.gatewayAPI.stableService != self.trafficRouting.gatewayAPI.canaryService",message="trafficRouting.gatewayAPI.canaryService must differ from stableService"
 type CanarySpec struct {
-	// Replicas is the number of pods serving across the stable and the canary Deployment.
-	// Available capacity never drops below it during the release or a rollback.
+	// Replicas is the number of pods serving across the stable and the canary Deployment (the
+	// total). Available capacity never drops below it during the release or a rollback, and the
+	// steps' percentages are shares of it, recomputed whenever it changes: an autoscaler sets it
+	// through the Canary's scale subresource. Required with stableRef and canary and with a
+	// Deployment targetRef; with another targetRef, leave it out (or 0) to follow the target's
+	// own replicas, read at every sync (docs/canary.md, "Autoscaling").
 	// +kubebuilder:validation:Minimum=0
-	Replicas int32 `json:"replicas"`
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 
 	// StableRef names the Deployment serving today, in the Canary's namespace. Set it with
 	// canary, or set targetRef instead.
@@ -360,6 +370,17 @@ type CanaryStatus struct {
 	// +listMapKey=index
 	// +optional
 	Batches []CanaryBatchStatus `json:"batches,omitempty"`
+
+	// Replicas is the number of pods the release runs now, of either template (the scale
+	// subresource's status.replicas).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Selector is the label selector of the pods of the release, of either template, in the
+	// string form of kubectl's --selector (the scale subresource's status.selector): an
+	// autoscaler measures these pods.
+	// +optional
+	Selector string `json:"selector,omitempty"`
 
 	// CanaryReplicas is the replica count of the canary Deployment.
 	// +optional

@@ -90,6 +90,10 @@ const (
 	// a Deployment it does not own (a held target's spec.paused, the stable Deployment's
 	// spec.replicas); the agent stopped writing it (docs/canary.md, "Beside another controller").
 	ReasonDeploymentContested = "DeploymentContested"
+	// ReasonAutoscaledDeployment: a HorizontalPodAutoscaler scales the Deployment whose replicas
+	// the agent sets through the steps (the stable one of a pair, a Deployment target); it must
+	// scale the Canary instead (docs/canary.md, "Autoscaling").
+	ReasonAutoscaledDeployment = "AutoscaledDeployment"
 	// ReasonHolding: the target is held, waiting for a template change to release.
 	ReasonHolding             = "Holding"
 	ReasonBatchUpgrading      = "BatchUpgrading"

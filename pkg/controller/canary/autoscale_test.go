@@ -1,0 +1,202 @@
+package canary
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+)
+
+// playTotal syncs, with kube-controller-manager played at its fastest before each sync, until
+// the Canary's phase is phase and a sync writes no Deployment, checking the bounds against the
+// total of the moment: pods never above it plus maxSurge, and no scale-down leaving fewer pods
+// available than the total, or than were available when the total was just raised. It returns the successive (canary, stable) sizes.
+func (f *fixture) playTotal(phase v1alpha1.CanaryPhase, maxSurge int32) []string {
+	f.t.Helper()
+	var sizes []string
+	available := func() int32 {
+		return availableOf(f.deployment("checkout")) + availableOf(f.deployment("checkout-canary"))
+	}
+	pods := func() int32 { return specOf(f.deployment("checkout")) + specOf(f.deployment("checkout-canary")) }
+	floor := min(f.canary().Spec.Replicas, available())
+	ceiling := max(f.canary().Spec.Replicas+maxSurge, pods())
+	for i, moved := 0, true; i < 60 && (moved || f.canary().Status.Phase != phase); i++ {
+		total := f.canary().Spec.Replicas
+		stable, canary := f.deployment("checkout"), f.deployment("checkout-canary")
+		if s := fmt.Sprintf("%d+%d", specOf(canary), specOf(stable)); len(sizes) == 0 || sizes[len(sizes)-1] != s {
+			sizes = append(sizes, s)
+		}
+		// A total just raised is not available yet: the bound is what was, up to the total.
+		f.playDeployments(ceiling, min(total, floor))
+		floor, ceiling = min(total, available()), max(total+maxSurge, pods())
+		f.refresh()
+		moved = slices.ContainsFunc(f.sync(), func(a string) bool { return strings.Contains(a, "deployments") })
+	}
+	if got := f.canary().Status.Phase; got != phase {
+		f.t.Fatalf("phase %s after 60 syncs, want %s: %s", got, phase, f.canary().Status.Message)
+	}
+	return sizes
+}
+
+// An autoscaler raises the total (spec.replicas, through the Canary's scale subresource) in the
+// middle of a release between two Deployments, then lowers it: every step's pods are the step's
+// share of the total of the moment, the surge bound and the available bound hold against it,
+// and the release completes with the autoscaler's last count, without a contest.
+func TestPairFollowsAMovingTotal(t *testing.T) {
+	cn := stepsCanary(func(s *v1alpha1.CanarySpec) { s.MaxSurge = ptr.To(intstr.FromInt32(2)) },
+		v1alpha1.CanaryStep{Replicas: intstr.FromString("50%"), Pause: &v1alpha1.CanaryPause{}},
+		v1alpha1.CanaryStep{Replicas: intstr.FromString("100%")})
+	f := newFixture(t, cn, newStable(10))
+	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	if got := fmt.Sprint(f.playTotal(v1alpha1.CanaryPaused, 2)); got != "[2+10 2+8 4+8 4+6 5+6 5+5]" {
+		t.Errorf("step 1 of 10 pods: sizes %s", got)
+	}
+	if st := f.canary().Status; st.CanaryReplicas != 5 || st.StableReplicas != 5 || st.Replicas != 10 || st.Selector != "app=checkout,track=stable" {
+		t.Fatalf("paused at step 1: status %+v", st)
+	}
+
+	// The autoscaler scales to 14 while step 1 is paused: its share grows to 7 and 7, the stable
+	// Deployment first covering what the canary does not serve yet.
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Replicas = 14 })
+	if got := fmt.Sprint(f.playTotal(v1alpha1.CanaryPaused, 2)); got != "[5+5 7+9 7+7]" {
+		t.Errorf("step 1 of 14 pods: sizes %s", got)
+	}
+	if st := f.canary().Status; st.Phase != v1alpha1.CanaryPaused || st.Replicas != 14 || st.CurrentBatch != 1 {
+		t.Fatalf("at 14: phase %s replicas %d batch %d: %s", st.Phase, st.Replicas, st.CurrentBatch, st.Message)
+	}
+
+	// A promote, then the autoscaler scales down to 6 mid-step: the release ends with 6 canary pods.
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
+	f.refresh()
+	f.sync()
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Replicas = 6 })
+	f.playTotal(v1alpha1.CanaryCompleted, 2)
+	if c, s := specOf(f.deployment("checkout-canary")), specOf(f.deployment("checkout")); c != 6 || s != 0 {
+		t.Errorf("completed with canary %d stable %d, want 6 and 0", c, s)
+	}
+	for _, e := range f.events() {
+		if strings.Contains(e, "Contested") {
+			t.Errorf("event %q: an autoscaler's count is not a contest", e)
+		}
+	}
+}
+
+// syncFollowing runs one sync of a StatefulSet target as observe reads it (followTarget) and
+// carries its status forward.
+func syncFollowing(cn *v1alpha1.Canary, sts *appsv1.StatefulSet) *plan {
+	t := statefulSetTarget{sts}
+	r := computePlan(&observed{canary: followTarget(cn, t), target: t}, metav1.NewTime(start))
+	cn.Status = computeStatus(r, nil)
+	return r
+}
+
+// scaled is ledger with replicas pods.
+func scaled(sts *appsv1.StatefulSet, replicas int32) *appsv1.StatefulSet {
+	sts.Spec.Replicas = ptr.To(replicas)
+	sts.Status.Replicas, sts.Status.ReadyReplicas, sts.Status.AvailableReplicas = replicas, replicas, replicas
+	return sts
+}
+
+// With spec.replicas left out, a target's release follows the replicas its autoscaler sets:
+// the partition keeps each step's share of the total of the moment on the new revision, and
+// spec.replicas is never written.
+func TestTargetFollowsItsReplicas(t *testing.T) {
+	cn := targetCanary()
+	cn.Spec.Replicas = 0
+	cn.Spec.Steps = []v1alpha1.CanaryStep{{Replicas: intstr.FromString("25%"), Pause: &v1alpha1.CanaryPause{}}, {Replicas: intstr.FromString("100%")}}
+	wantPartition(t, "held at 4", syncFollowing(cn, ledger(0, 4, "v1", "v1")), 4)
+	wantPartition(t, "step 1: 1 of 4", syncFollowing(cn, ledger(4, 0, "v1", "v2")), 3)
+	if r := syncFollowing(cn, ledger(3, 1, "v1", "v2")); len(inPlace(r).writes) != 0 || cn.Status.Phase != v1alpha1.CanaryPaused {
+		t.Fatalf("step 1 done: writes %+v phase %s", inPlace(r).writes, cn.Status.Phase)
+	}
+	// Its autoscaler scales it to 8 while step 1 is paused: step 1 holds 2 of 8, the new pods
+	// the StatefulSet made at ordinals 4 to 7 on v2 beyond those go back to v1.
+	wantPartition(t, "step 1: 2 of 8", syncFollowing(cn, scaled(ledger(3, 5, "v1", "v2"), 8)), 6)
+	if cn.Status.Phase != v1alpha1.CanaryPaused || cn.Status.CurrentBatch != 1 || cn.Spec.Replicas != 0 {
+		t.Fatalf("at 8: phase %s batch %d spec.replicas %d", cn.Status.Phase, cn.Status.CurrentBatch, cn.Spec.Replicas)
+	}
+	if r := syncFollowing(cn, scaled(ledger(6, 2, "v1", "v2"), 8)); len(inPlace(r).writes) != 0 || cn.Status.Phase != v1alpha1.CanaryPaused {
+		t.Fatalf("step 1 of 8 done: writes %+v phase %s", inPlace(r).writes, cn.Status.Phase)
+	}
+	if cn.Status.CanaryReplicas != 2 || cn.Status.StableReplicas != 6 || cn.Status.Replicas != 8 {
+		t.Errorf("status canary %d stable %d replicas %d, want 2, 6, 8", cn.Status.CanaryReplicas, cn.Status.StableReplicas, cn.Status.Replicas)
+	}
+	// Scaled down to 2 and promoted: the last step releases both.
+	cn.Spec.ApprovedBatch = 1
+	wantPartition(t, "step 2: 2 of 2", syncFollowing(cn, scaled(ledger(6, 0, "v1", "v2"), 2)), 0)
+}
+
+// hpa is a HorizontalPodAutoscaler of the apps/v1 kind named by target.
+func hpa(name, kind, target string) *autoscalingv2.HorizontalPodAutoscaler {
+	apiVersion := "apps/v1"
+	if kind == Kind {
+		apiVersion = v1alpha1.SchemeGroupVersion.String()
+	}
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: target},
+			MaxReplicas:    20,
+		},
+	}
+}
+
+// A HorizontalPodAutoscaler on the stable Deployment of a pair is refused before anything is
+// written, naming it and telling to point it at the Canary; pointed at the Canary, the release
+// goes on. One on another Deployment is none of the Canary's business.
+func TestAutoscaledStableIsRefused(t *testing.T) {
+	f := midRelease(t, v1alpha1.PauseNone, 2, U, 1, 10, nil)
+	hpas := f.kube.AutoscalingV2().HorizontalPodAutoscalers(ns)
+	if _, err := hpas.Create(context.Background(), hpa("other", "Deployment", "payments"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hpas.Create(context.Background(), hpa("checkout", "Deployment", "checkout"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step(writeStatus)
+	cn := f.canary()
+	cond := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || cond == nil || cond.Reason != v1alpha1.ReasonAutoscaledDeployment ||
+		!strings.Contains(cond.Message, `HorizontalPodAutoscaler "checkout" scales Deployment "checkout"`) ||
+		!strings.Contains(cond.Message, "kind: Canary, name: checkout") {
+		t.Fatalf("phase %s condition %+v", cn.Status.Phase, cond)
+	}
+	f.settled()
+
+	if _, err := hpas.Update(context.Background(), hpa("checkout", Kind, "checkout"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step(patchCanary+replicas(4), patchStable+replicas(9), writeStatus)
+	if cn := f.canary(); cn.Status.Phase != v1alpha1.CanaryProgressing {
+		t.Errorf("pointed at the Canary: phase %s: %s", cn.Status.Phase, cn.Status.Message)
+	}
+}
+
+// An event of a HorizontalPodAutoscaler enqueues the Canaries that read the Deployment it
+// scales, and no other.
+func TestAutoscalerEventsEnqueueTheirCanary(t *testing.T) {
+	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
+	for _, tc := range []struct {
+		hpa  *autoscalingv2.HorizontalPodAutoscaler
+		want int
+	}{
+		{hpa("other", "Deployment", "payments"), 0},
+		{hpa("on-the-canary", Kind, "checkout"), 0},
+		{hpa("on-the-stable", "Deployment", "checkout"), 1},
+	} {
+		f.ctrl.handleAutoscaler(tc.hpa)
+		if got := f.ctrl.Queue.Len(); got != tc.want {
+			t.Errorf("HPA %s: %d Canaries queued, want %d", tc.hpa.Name, got, tc.want)
+		}
+	}
+}
