@@ -2,10 +2,10 @@ package analysis
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"k8s.io/utils/lru"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -19,14 +19,19 @@ type conditions struct {
 	success, failure cel.Program
 }
 
+// programsKept bounds the programs a Compiler keeps. A template's arguments are substituted
+// into its conditions' text, so each Canary using a template can bring texts of its own; the
+// least recently used are dropped past this bound (and compiled again if used again) instead
+// of staying in the agent for good.
+const programsKept = 512
+
 // Compiler compiles CEL conditions once and keeps the programs, keyed by their text, for
-// every later measurement. It is safe for concurrent use.
+// later measurements (the programsKept most recently used). It is safe for concurrent use.
 type Compiler struct {
 	env       *cel.Env
 	costLimit uint64
 
-	mu    sync.Mutex
-	progs map[string]cel.Program
+	progs *lru.Cache // expression text → cel.Program
 }
 
 // NewCompiler returns a Compiler whose expressions see one variable, `result`, of any type.
@@ -39,16 +44,14 @@ func NewCompiler() (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Compiler{env: env, costLimit: costLimit, progs: map[string]cel.Program{}}, nil
+	return &Compiler{env: env, costLimit: costLimit, progs: lru.New(programsKept)}, nil
 }
 
 // Compile returns the program of expr, compiling it on first use. field names the expression
 // in errors, e.g. "successCondition".
 func (c *Compiler) Compile(field, expr string) (cel.Program, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.progs[expr]; ok {
-		return p, nil
+	if p, ok := c.progs.Get(expr); ok {
+		return p.(cel.Program), nil
 	}
 	ast, iss := c.env.Compile(expr)
 	if iss.Err() != nil {
@@ -61,7 +64,7 @@ func (c *Compiler) Compile(field, expr string) (cel.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %v", field, expr, err)
 	}
-	c.progs[expr] = p
+	c.progs.Add(expr, p)
 	return p, nil
 }
 

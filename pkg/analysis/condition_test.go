@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,8 +45,37 @@ func TestCompileKeepsPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	p2, _ := c.Compile("failureCondition", "result < 1")
-	if p1 != p2 || len(c.progs) != 1 {
-		t.Errorf("the same expression was compiled twice (%d programs)", len(c.progs))
+	if p1 != p2 || c.progs.Len() != 1 {
+		t.Errorf("the same expression was compiled twice (%d programs)", c.progs.Len())
+	}
+}
+
+// Conditions made distinct by template arguments do not pile up: past programsKept the least
+// recently used program goes, and a program in use stays.
+func TestCompileKeepsABoundedNumberOfPrograms(t *testing.T) {
+	c, err := NewCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot, err := c.Compile("successCondition", "result < 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2*programsKept; i++ {
+		if _, err := c.Compile("successCondition", fmt.Sprintf("result < %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%64 == 0 { // used now and then, as a live check's condition is
+			if p, _ := c.Compile("successCondition", "result < 0"); p != hot {
+				t.Fatalf("after %d other expressions the one in use was compiled again", i)
+			}
+		}
+	}
+	if n := c.progs.Len(); n != programsKept {
+		t.Errorf("%d programs kept, want %d", n, programsKept)
+	}
+	if _, ok := c.progs.Get("result < 1"); ok {
+		t.Error("the least recently used program is still kept")
 	}
 }
 
