@@ -55,3 +55,13 @@ func (r *pairPlan) boundCanary(weight int32) {
 		return
 	}
 }
+
+// templateChanged is the pair's, but a missing Service is not a template change: the canary
+// pods' labels are then unknown, not changed (trafficLabels keeps the target's), and the route
+// holds every write until the Service is back; a baking step must not start again for it.
+func (r *deploymentPlan) templateChanged() bool {
+	if t := r.obs.traffic; t != nil && (t.stableSvc == nil || t.canarySvc == nil) {
+		return false
+	}
+	return r.pairPlan.templateChanged()
+}

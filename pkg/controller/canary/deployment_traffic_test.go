@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -140,4 +141,28 @@ func TestDeploymentTargetTrafficAbort(t *testing.T) {
 	}
 	f.wantRoute(0, false)
 	f.settled()
+}
+
+// A Service missing while step 1 bakes holds the release (TrafficRoutingReady=False) without
+// starting the step again: the canary pods' labels are unknown then, not changed.
+func TestDeploymentTargetMissingServiceDoesNotRestartTheStep(t *testing.T) {
+	f := heldTrafficTarget(t)
+	f.setImage("nginx:1.27")
+	f.tstep(createCanaryDep, writeStatus)
+	f.pods("checkout-canary", 1, 1, 1)
+	f.tstep(routePatch(weightOps(50, 50)), writeStatus)
+	f.tstep(`patch deployments checkout {"spec":{"replicas":1}}`, writeStatus)
+	f.pods("checkout", 1, 1, 0)
+	f.tstep(writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 1, v1alpha1.BatchBaking, v1alpha1.BatchPending)
+
+	if err := f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("services"), ns, "checkout-canary"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(serviceTTL) // the cached Service expires
+	f.tstep(writeStatus)
+	if c := f.condition(); c == nil || c.Reason != v1alpha1.ReasonServiceNotFound {
+		t.Fatalf("TrafficRoutingReady %+v", c)
+	}
+	f.status(v1alpha1.CanaryProgressing, 1, v1alpha1.BatchBaking, v1alpha1.BatchPending)
 }
