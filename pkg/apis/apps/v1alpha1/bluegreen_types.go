@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // CanaryBlueGreen releases the new version beside the old one at full size and switches every
 // request to it at once (docs/canary.md, "Blue-green"): the new pods are brought up behind
 // previewService while activeService keeps selecting the stable pods; the switch (after the
@@ -65,3 +67,27 @@ const DefaultScaleDownDelaySeconds = 30
 // LabelBlueGreen is the label a blue-green release adds to the pods of each side, and the only
 // key it writes in the selectors of its Services: its value tells the two sides apart.
 const LabelBlueGreen = "apps.workload.dev/bluegreen"
+
+// CanaryBlueGreenStatus is where the two Services of spec.blueGreen point.
+type CanaryBlueGreenStatus struct {
+	// Active names the Deployment whose pods activeService selects ("" before the release
+	// pinned it): the value of its label apps.workload.dev/bluegreen.
+	// +optional
+	Active string `json:"active,omitempty"`
+	// Preview names the Deployment whose pods previewService selects.
+	// +optional
+	Preview string `json:"preview,omitempty"`
+	// ScaleDownTime is when the old pods are scaled down, once the switch and its checks are
+	// done; unset before.
+	// +optional
+	ScaleDownTime *metav1.Time `json:"scaleDownTime,omitempty"`
+}
+
+// Reasons of a blue-green release's Events and conditions.
+const (
+	// EventServiceSwitched: the agent set the bluegreen key of a Service's selector.
+	EventServiceSwitched = "ServiceSwitched"
+	// EventStableLabeled: the agent added label apps.workload.dev/bluegreen to the stable pod
+	// template, which rolls its pods once.
+	EventStableLabeled = "StableLabeled"
+)

@@ -410,6 +410,10 @@ type CanaryStatus struct {
 	// +optional
 	StableAvailable int32 `json:"stableAvailable"`
 
+	// BlueGreen says where the Services of spec.blueGreen point; nil without it.
+	// +optional
+	BlueGreen *CanaryBlueGreenStatus `json:"blueGreen,omitempty"`
+
 	// Analysis is the state of the current step's checks: the last measurements and verdicts.
 	// Templates expand to several checks each, so a step may run more checks than
 	// spec.analysis has entries, up to MaxStepChecks.
