@@ -254,7 +254,7 @@ func (r *pairPlan) degradedSpec() bool {
 			"spec.canary.template.metadata.labels is empty: the labels are the canary Deployment's selector")
 		return true
 	}
-	if r.canaryDep != nil && !templateLabelsSelected(r.canaryDep.Spec.Selector, &cn.Spec.Canary.Template) {
+	if r.canaryDep != nil && !templateLabelsSelected(r.canaryDep.Spec.Selector, r.names.template) { // the template as the planner writes it
 		r.setDegraded(v1alpha1.ReasonSelectorMismatch, fmt.Sprintf(
 			"the labels of spec.canary.template no longer match the selector of Deployment %q, which cannot change: restore the labels, or delete that Deployment to have it created again",
 			cn.Spec.Canary.Name))
