@@ -13,7 +13,9 @@ import (
 )
 
 // Moving is the capacity and surge watcher of a release whose total an autoscaler moves: over
-// the pods of selector, Ready and not terminating pods never fall below the floor, and pods of
+// the pods of selector, Ready and not terminating pods never fall below the floor (less
+// maxUnavailable: 0 for a release that adds pods before it removes any, the workload's own for
+// one that replaces pods in place), and pods of
 // any state but finished never exceed the ceiling. Both follow the total the test sets with
 // SetTotal, the way the autoscaler it drives will set it, in the direction that can only be
 // reached over time:
@@ -28,15 +30,15 @@ import (
 // can be seen before the watcher knows it.
 type Moving struct {
 	*Watcher
-	surge          int32
-	total          int32
-	floor, ceiling int32
+	surge, unavailable int32
+	total              int32
+	floor, ceiling     int32
 }
 
-// ReleaseFollowing starts a Moving watcher at total and maxSurge. Start it once the pods of the
-// total are available.
-func ReleaseFollowing(ctx context.Context, kube kubernetes.Interface, ns, selector string, total, maxSurge int32) *Moving {
-	m := &Moving{surge: maxSurge, total: total, ceiling: math.MaxInt32}
+// ReleaseFollowing starts a Moving watcher at total, maxSurge and maxUnavailable. Start it once
+// the pods of the total are available.
+func ReleaseFollowing(ctx context.Context, kube kubernetes.Interface, ns, selector string, total, maxSurge, maxUnavailable int32) *Moving {
+	m := &Moving{surge: maxSurge, unavailable: maxUnavailable, total: total, ceiling: math.MaxInt32}
 	count := func(store cache.Store) (ready, pods int32) {
 		for _, o := range store.List() {
 			p := o.(*corev1.Pod)
@@ -56,7 +58,7 @@ func ReleaseFollowing(ctx context.Context, kube kubernetes.Interface, ns, select
 			ready, pods := count(store)
 			desc := fmt.Sprintf("%d ready of %d pods, total %d (floor %d, ceiling %d)", ready, pods, m.total, m.floor, m.ceiling)
 			var vs []string
-			if ready < m.floor {
+			if ready < m.floor-m.unavailable {
 				vs = append(vs, "available below the total: "+desc)
 			}
 			if pods > m.ceiling {

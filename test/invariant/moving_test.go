@@ -25,7 +25,7 @@ func TestMovingFollowsTheTotal(t *testing.T) {
 	kube := k8sfake.NewClientset(readyPod("a"), readyPod("b"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := ReleaseFollowing(ctx, kube, "shop", "app=web", 2, 1)
+	m := ReleaseFollowing(ctx, kube, "shop", "app=web", 2, 1, 0)
 	var mu sync.Mutex
 	var seen []string
 	m.OnViolation(func(v string) { mu.Lock(); defer mu.Unlock(); seen = append(seen, v) })
