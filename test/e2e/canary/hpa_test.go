@@ -230,3 +230,73 @@ func TestHPAScalesAStatefulSetTargetMidRelease(t *testing.T) {
 	}
 	checkFollowed(e.Env, w)
 }
+
+// The targetRef form of a Deployment under a real HPA pointed at the Canary (an HPA on the
+// Deployment is refused: the release scales it): between releases the HPA raises the total from
+// 4 to 6 and the held Deployment follows; a release (steps of 25% and 50%, maxSurge 1) then
+// sees the total raised to 8 while step 1 waits and lowered to 3 while step 2 waits, and
+// completes with the HPA's 3 pods on the Deployment, all on the new template, the temporary
+// canary Deployment gone, under the moving-total invariant and with no contest.
+func TestHPAScalesADeploymentTargetMidRelease(t *testing.T) {
+	e := &env{Env: e2eenv.Setup(t)}
+	metricsAdapter(t).Set(e.NS, queueMetric, 4)
+	labels := map[string]string{"app": "checkout"}
+	e2eenv.Create(t, e.Ctx, e.Kube.AppsV1().Deployments(e.NS), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: stableName},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](4),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: podTemplate(labels, "example.com/shelf:v1"),
+		},
+	})
+	e.waitDeployments("Deployment checkout to have 4 available pods", func(d, _ *appsv1.Deployment) bool {
+		return d != nil && d.Status.AvailableReplicas == 4 && d.Status.UpdatedReplicas == 4
+	})
+	w := invariant.ReleaseFollowing(e.Ctx, e.Kube, e.NS, "app=checkout", 4, 1, 0)
+	w.OnViolation(func(string) { e.Cancel() })
+	e.startAgent()
+	e2eenv.Create(t, e.Ctx, e.Apps.AppsV1alpha1().Canaries(e.NS), &v1alpha1.Canary{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.CanarySpec{
+			Replicas:  4,
+			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: stableName},
+			MaxSurge:  ptr.To(intstr.FromInt32(1)),
+			Steps: []v1alpha1.CanaryStep{
+				step(intstr.FromString("25%"), &v1alpha1.CanaryPause{}),
+				step(intstr.FromString("50%"), &v1alpha1.CanaryPause{}),
+				step(intstr.FromString("100%"), nil),
+			},
+		},
+	})
+	e.waitProgressing(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
+	createHPA(e.Env, autoscalingv2.CrossVersionObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Canary", Name: name})
+
+	scaleTo(e.Env, w, 6)
+	waitHPA(e.Env, name, 6)
+	e.waitDeployments("the held Deployment to follow the Canary to 6", func(d, _ *appsv1.Deployment) bool {
+		return d != nil && d.Spec.Paused && ptr.Deref(d.Spec.Replicas, 1) == 6 && d.Status.AvailableReplicas == 6
+	})
+	e2eenv.Update(t, e.Ctx, e.Kube.AppsV1().Deployments(e.NS), stableName, func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "example.com/shelf:v2"
+	})
+	served := func(step, total, canaryPods int32) *v1alpha1.Canary {
+		return e.waitCanary("step "+itoa(step)+" to serve a total of "+itoa(total), func(c *v1alpha1.Canary, d, tmp *appsv1.Deployment) bool {
+			return waitingBatch(c) == step && c.Spec.Replicas == total && c.Status.Replicas == total &&
+				d != nil && tmp != nil && d.Status.AvailableReplicas+tmp.Status.AvailableReplicas >= total &&
+				c.Status.CanaryReplicas == canaryPods
+		})
+	}
+	served(1, 6, 2) // 25% of 6: 1.5 rounds half up
+	scaleTo(e.Env, w, 8)
+	waitHPA(e.Env, name, 8)
+	e.promote(served(1, 8, 2))
+	served(2, 8, 4)
+	scaleTo(e.Env, w, 3)
+	waitHPA(e.Env, name, 3)
+	e.promote(served(2, 3, 2)) // 50% of 3: 1.5 rounds half up
+	e.waitCanary("the release to complete with the HPA's 3", func(c *v1alpha1.Canary, d, tmp *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Replicas == 3 && tmp == nil &&
+			d != nil && ptr.Deref(d.Spec.Replicas, 1) == 3 && d.Status.AvailableReplicas == 3 && d.Status.UpdatedReplicas == 3
+	})
+	checkFollowed(e.Env, w)
+}
