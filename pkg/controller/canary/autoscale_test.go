@@ -228,3 +228,28 @@ func TestHeldDeploymentTargetFollowsTheCanary(t *testing.T) {
 		t.Errorf("first hold with 3 replicas for 2: Degraded %+v, want InvalidSpec", d)
 	}
 }
+
+// A total raised after a completed release (an autoscaler scaling the Canary) grows the canary
+// Deployment alone: the stable Deployment, whose template the release retired, stays at 0, and
+// the release stays Completed.
+func TestTotalRaisedAfterCompletionGrowsOnlyTheCanary(t *testing.T) {
+	cn := stepsCanary(func(s *v1alpha1.CanarySpec) { s.MaxSurge = ptr.To(intstr.FromInt32(2)) },
+		v1alpha1.CanaryStep{Replicas: intstr.FromString("100%")})
+	f := newFixture(t, cn, newStable(10))
+	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.playTotal(v1alpha1.CanaryCompleted, 2)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Replicas = 14 })
+	sizes := f.playTotal(v1alpha1.CanaryCompleted, 2)
+	for _, s := range sizes {
+		if !strings.HasSuffix(s, "+0") {
+			t.Errorf("sizes %v: the stable Deployment grew back after the release completed", sizes)
+			break
+		}
+	}
+	if c, s := specOf(f.deployment("checkout-canary")), specOf(f.deployment("checkout")); c != 14 || s != 0 {
+		t.Errorf("at 14 after completion: canary %d stable %d, want 14 and 0", c, s)
+	}
+	if st := f.canary().Status; st.Phase != v1alpha1.CanaryCompleted || st.Replicas != 14 {
+		t.Errorf("phase %s, status.replicas %d: %s", st.Phase, st.Replicas, st.Message)
+	}
+}
