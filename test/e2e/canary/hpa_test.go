@@ -100,13 +100,21 @@ func describeHPA(h *autoscalingv2.HorizontalPodAutoscaler) string {
 	return b.String()
 }
 
+// failOnViolation fails the test, and ends its waits, the moment the watcher sees a violation.
+func failOnViolation(e *e2eenv.Env, w *invariant.Moving) {
+	w.OnViolation(func(v string) {
+		e.T.Errorf("invariant: %s", v)
+		e.Cancel()
+	})
+}
+
 // checkFollowed fails the test on any violation of the moving watcher and on any contest or
 // refusal the Canary reported.
 func checkFollowed(e *e2eenv.Env, w *invariant.Moving) {
 	e.T.Helper()
 	w.Stop()
-	for _, v := range w.Violations() {
-		e.T.Errorf("invariant: %s", v)
+	if n := w.Count(); n > 0 {
+		e.T.Errorf("%d invariant violations (the first ones above)", n)
 	}
 	if w.Events() < 10 {
 		e.T.Errorf("the invariant watcher saw only %d pod states", w.Events())
@@ -137,7 +145,7 @@ func TestHPAScalesAPairMidRelease(t *testing.T) {
 		return stable != nil && stable.Status.AvailableReplicas == replicas
 	})
 	w := invariant.ReleaseFollowing(e.Ctx, e.Kube, e.NS, "app=checkout", replicas, 3, 0)
-	w.OnViolation(func(string) { e.Cancel() })
+	failOnViolation(e.Env, w)
 	e.startAgent()
 	e.createSteps("nginx:1.27", func(s *v1alpha1.CanarySpec) { s.MaxSurge = ptr.To(intstr.FromInt32(3)) },
 		step(intstr.FromString("25%"), &v1alpha1.CanaryPause{}),
@@ -186,7 +194,7 @@ func TestHPAScalesAStatefulSetTargetMidRelease(t *testing.T) {
 	e := setupTarget(t, false)
 	metricsAdapter(t).Set(e.NS, queueMetric, stsReplicas)
 	w := invariant.ReleaseFollowing(e.Ctx, e.Kube, e.NS, "app="+stsName, stsReplicas, 0, 1)
-	w.OnViolation(func(string) { e.Cancel() })
+	failOnViolation(e.Env, w)
 	e.createTargetedCanary(name, "StatefulSet", stsName, 0, nil,
 		step(intstr.FromString("25%"), &v1alpha1.CanaryPause{}),
 		step(intstr.FromString("50%"), &v1alpha1.CanaryPause{}),
@@ -253,7 +261,7 @@ func TestHPAScalesADeploymentTargetMidRelease(t *testing.T) {
 		return d != nil && d.Status.AvailableReplicas == 4 && d.Status.UpdatedReplicas == 4
 	})
 	w := invariant.ReleaseFollowing(e.Ctx, e.Kube, e.NS, "app=checkout", 4, 1, 0)
-	w.OnViolation(func(string) { e.Cancel() })
+	failOnViolation(e.Env, w)
 	e.startAgent()
 	e2eenv.Create(t, e.Ctx, e.Apps.AppsV1alpha1().Canaries(e.NS), &v1alpha1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
