@@ -18,14 +18,15 @@ func readyPod(name string) *corev1.Pod {
 	return p
 }
 
-// The moving watcher follows its total: a raised total is not a violation until its pods are
-// ready, and then losing one is; a lowered total lowers the floor at once, and its ceiling
-// comes down as pods go, so that adding one above the new total + maxSurge is a violation.
+// The moving watcher follows its total in two moves: an expected total only loosens the
+// bounds (a ready pod above the old total may go before the workload acts on the raise), a
+// followed one holds the workload to it (once ready, a pod of the raised total may not be
+// lost; pods of a lowered total may go, but none may be added above it + maxSurge).
 func TestMovingFollowsTheTotal(t *testing.T) {
-	kube := k8sfake.NewClientset(readyPod("a"), readyPod("b"))
+	kube := k8sfake.NewClientset(readyPod("a"), readyPod("b"), readyPod("surplus"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := ReleaseFollowing(ctx, kube, "shop", "app=web", 2, 1, 0)
+	m := ReleaseFollowing(ctx, kube, "shop", "app=web", 2, 2, 0)
 	var mu sync.Mutex
 	var seen []string
 	m.OnViolation(func(v string) { mu.Lock(); defer mu.Unlock(); seen = append(seen, v) })
@@ -53,13 +54,17 @@ func TestMovingFollowsTheTotal(t *testing.T) {
 		return func() error { return pods.Delete(ctx, name, metav1.DeleteOptions{}) }
 	}
 
-	m.SetTotal(4) // ceiling 5, floor still 2
-	step("a pending pod of the raised total", 3, create(webPod("c", corev1.PodPending)), 0)
-	step("a ready pod of the raised total", 4, create(readyPod("d")), 0) // floor 3
-	step("a ready pod lost after the rise", 5, remove("a"), 1)           // 2 ready < floor 3
-	m.SetTotal(1)                                                        // floor 1; the ceiling stays 5 until pods go
-	step("a pod of the old total goes", 6, remove("b"), 1)               // 2 pods: the ceiling comes down to 2
-	step("a pod above the lowered total + maxSurge", 7, create(webPod("e", corev1.PodPending)), 2)
+	m.Expect(4)                                                          // ceiling 6; the floor stays 2
+	step("a surplus pod of the old total goes", 4, remove("surplus"), 0) // 2 ready: the old total's floor
+	m.Follow(4)                                                          // the floor now rises with ready pods up to 4
+	step("a pending pod of the raised total", 5, create(webPod("c", corev1.PodPending)), 0)
+	step("a ready pod of the raised total", 6, create(readyPod("d")), 0) // floor 3
+	step("a ready pod lost after the rise", 7, remove("a"), 1)           // 2 ready < floor 3
+	m.Expect(1)                                                          // floor 1
+	m.Follow(1)                                                          // the ceiling comes down as pods go
+	step("a pod of the old total goes", 8, remove("b"), 1)               // 2 pods: ceiling max(1 + 2, 2) = 3
+	step("a pod within the lowered total + maxSurge", 9, create(webPod("e", corev1.PodPending)), 1)
+	step("a pod above it", 10, create(webPod("f", corev1.PodPending)), 2) // 4 pods > 3
 	if m.Count() != 2 {
 		t.Errorf("count %d, want 2", m.Count())
 	}

@@ -70,11 +70,24 @@ func createHPA(e *e2eenv.Env, target autoscalingv2.CrossVersionObjectReference) 
 	e2eenv.Create(e.T, e.Ctx, e.Kube.AutoscalingV2().HorizontalPodAutoscalers(e.NS), hpa)
 }
 
-// scaleTo has the HPA want n replicas: the watcher first, so that it knows the total before
-// anything can react to it, then the metric.
-func scaleTo(e *e2eenv.Env, w *invariant.Moving, n int32) {
-	w.SetTotal(n)
+// scaleTo has the HPA want n replicas and waits until it has scaled its target hpa to n and the
+// agent has observed it (observed): the watcher expects n before the metric changes, so that
+// no reaction can be seen before it knows, and holds the release to n once the agent has it.
+func (e *env) scaleTo(w *invariant.Moving, n int32, hpa string, observed func(c *v1alpha1.Canary) bool) {
+	e.T.Helper()
+	w.Expect(n)
 	metricsAdapter(e.T).Set(e.NS, queueMetric, int64(n))
+	waitHPA(e.Env, hpa, n)
+	e.waitCanary("the agent to observe a total of "+itoa(n), func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool { return observed(c) })
+	w.Follow(n)
+}
+
+// specObserved is scaleTo's observed for an HPA on the Canary: the agent has synced the
+// spec.replicas the HPA set.
+func specObserved(n int32) func(c *v1alpha1.Canary) bool {
+	return func(c *v1alpha1.Canary) bool {
+		return c.Spec.Replicas == n && c.Status.ObservedGeneration == c.Generation
+	}
 }
 
 // waitHPA waits until the HPA has scaled its target to n.
@@ -161,16 +174,14 @@ func TestHPAScalesAPairMidRelease(t *testing.T) {
 		})
 	}
 	served(1, replicas)
-	scaleTo(e.Env, w, 14)
-	waitHPA(e.Env, name, 14)
+	e.scaleTo(w, 14, name, specObserved(14))
 	c := served(1, 14)
 	if c.Status.CanaryReplicas != 4 || c.Status.StableReplicas != 10 {
 		t.Errorf("step 1 (25%%) of 14 with %d canary and %d stable pods, want 4 (3.5 rounded half up) and 10", c.Status.CanaryReplicas, c.Status.StableReplicas)
 	}
 	e.promote(c)
 	served(2, 14)
-	scaleTo(e.Env, w, 6)
-	waitHPA(e.Env, name, 6)
+	e.scaleTo(w, 6, name, specObserved(6))
 	c = served(2, 6)
 	if c.Status.CanaryReplicas != 3 || c.Status.StableReplicas != 3 {
 		t.Errorf("step 2 (50%%) of 6 with %d canary and %d stable pods, want 3 and 3", c.Status.CanaryReplicas, c.Status.StableReplicas)
@@ -212,14 +223,12 @@ func TestHPAScalesAStatefulSetTargetMidRelease(t *testing.T) {
 		})
 	}
 	waiting(1, stsReplicas, 3)
-	scaleTo(e.Env, w, 8)
-	waitHPA(e.Env, stsName, 8)
+	e.scaleTo(w, 8, stsName, func(c *v1alpha1.Canary) bool { return c.Status.Replicas == 8 })
 	c := waiting(1, 8, 6)
 	t.Logf("step 1 of 8: images %v", e.images())
 	e.promote(c)
 	waiting(2, 8, 4)
-	scaleTo(e.Env, w, 3)
-	waitHPA(e.Env, stsName, 3)
+	e.scaleTo(w, 3, stsName, func(c *v1alpha1.Canary) bool { return c.Status.Replicas == 3 })
 	c = waiting(2, 3, 1) // 50% of 3, rounded up
 	t.Logf("step 2 of 3: images %v", e.images())
 	e.promote(c)
@@ -279,8 +288,7 @@ func TestHPAScalesADeploymentTargetMidRelease(t *testing.T) {
 	e.waitProgressing(v1alpha1.CanaryCompleted, v1alpha1.ReasonHolding)
 	createHPA(e.Env, autoscalingv2.CrossVersionObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Canary", Name: name})
 
-	scaleTo(e.Env, w, 6)
-	waitHPA(e.Env, name, 6)
+	e.scaleTo(w, 6, name, specObserved(6))
 	e.waitDeployments("the held Deployment to follow the Canary to 6", func(d, _ *appsv1.Deployment) bool {
 		return d != nil && d.Spec.Paused && ptr.Deref(d.Spec.Replicas, 1) == 6 && d.Status.AvailableReplicas == 6
 	})
@@ -295,12 +303,10 @@ func TestHPAScalesADeploymentTargetMidRelease(t *testing.T) {
 		})
 	}
 	served(1, 6, 2) // 25% of 6: 1.5 rounds half up
-	scaleTo(e.Env, w, 8)
-	waitHPA(e.Env, name, 8)
+	e.scaleTo(w, 8, name, specObserved(8))
 	e.promote(served(1, 8, 2))
 	served(2, 8, 4)
-	scaleTo(e.Env, w, 3)
-	waitHPA(e.Env, name, 3)
+	e.scaleTo(w, 3, name, specObserved(3))
 	e.promote(served(2, 3, 2)) // 50% of 3: 1.5 rounds half up
 	e.waitCanary("the release to complete with the HPA's 3", func(c *v1alpha1.Canary, d, tmp *appsv1.Deployment) bool {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Replicas == 3 && tmp == nil &&
