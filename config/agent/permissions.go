@@ -115,7 +115,7 @@ var Permissions = []Permission{
 	{workloads, "clusteranalysistemplates", "watch", "", informerWatch},
 
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
-	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go)"},
+	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go), and a StatefulSet or DaemonSet target's pods of its update revision for a podHealth check (listedPods, release_pods.go)"},
 	{core, "pods", "watch", "", informerWatch},
 	{core, "pods", "create", "", "tapp: createInstance"},
 	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},

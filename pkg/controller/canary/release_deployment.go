@@ -57,8 +57,8 @@ func (deploymentRelease) target(cn *v1alpha1.Canary) *v1alpha1.CanaryTargetRef {
 }
 
 // observe reads the target Deployment and the temporary canary Deployment (nil when they do
-// not exist), and who holds the target.
-func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed) error {
+// not exist), who holds the target, and what spec.trafficRouting names.
+func (deploymentRelease) observe(ctx context.Context, c *Controller, obs *observed) error {
 	cn := obs.canary
 	var err error
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
@@ -68,7 +68,10 @@ func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed
 		return err
 	}
 	obs.targetHolder = c.holder(cn)
-	obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.TargetRef.Name)
+	if obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
+		return err
+	}
+	obs.traffic, err = c.observeTraffic(ctx, cn)
 	return err
 }
 
@@ -117,7 +120,7 @@ func (r *deploymentPlan) begin() course {
 	case r.refuseAutoscaled(ref.Name): // autoscale.go
 		return decided
 	}
-	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template)}
+	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template, r.obs.traffic)}
 	r.stable, r.canaryDep = d, r.obs.canaryDep
 
 	snap, err := recordedSnapshot(cn)
@@ -179,6 +182,7 @@ func (r *deploymentPlan) settle() {
 	if !r.completed() || !stableGone(r.stable) {
 		return
 	}
+	r.handingBack = true
 	r.recordStable()
 	r.setPaused(false)
 	r.handOverMessage()
@@ -189,6 +193,7 @@ func (r *deploymentPlan) settle() {
 // hold keeps a target with nothing to release held, handing it over first when a temporary
 // canary Deployment is left from the release.
 func (r *deploymentPlan) hold() {
+	r.handingBack = true
 	if r.canaryDep != nil {
 		r.handOver()
 		return
@@ -247,13 +252,15 @@ type depTargetWrite struct {
 
 // temporaryTemplate is the template of the temporary canary Deployment: the target's, with the
 // label naming the Canary, which its selector adds to the target's labels so that the two
-// Deployments never select each other's pods for their own.
-func temporaryTemplate(canary string, t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+// Deployments never select each other's pods for their own; with traffic routing, its labels
+// are made to match the canary Service and not the stable one (trafficLabels).
+func temporaryTemplate(canary string, t *corev1.PodTemplateSpec, tr *trafficObserved) *corev1.PodTemplateSpec {
 	out := t.DeepCopy()
 	out.Labels = maps.Clone(out.Labels)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
+	trafficLabels(out.Labels, tr)
 	out.Labels[v1alpha1.LabelCanaryName] = canary
 	return out
 }

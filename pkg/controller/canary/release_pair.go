@@ -73,6 +73,10 @@ type pairPlan struct {
 
 	canaryNew  bool // the canary Deployment is created in this sync: its status says nothing yet
 	stableRest bool // the stable Deployment is written in this sync: wait to see its status
+	// handingBack: no step runs; traffic goes back to the stable Deployment as its pods become
+	// available, the canary keeping the pods its weight needs (a Deployment target's hand-over
+	// and hold, deployment_traffic.go).
+	handingBack bool
 
 	// writes are the Deployment writes decided, in order.
 	writes []deploymentWrite
