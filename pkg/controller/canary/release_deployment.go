@@ -92,6 +92,8 @@ type deploymentPlan struct {
 	abortedRevision string
 	// depWrites are the pauses and deletions decided, made before the pair's writes.
 	depWrites []depTargetWrite
+	// firstHold: the target is held for the first time this sync (its template just recorded).
+	firstHold bool
 }
 
 // begin refuses a target it cannot release, hands the target and the temporary canary
@@ -286,6 +288,7 @@ func (r *deploymentPlan) holdFirst() {
 		return
 	}
 	r.recordStable()
+	r.firstHold = true
 	r.holdDeploymentTarget()
 }
 
@@ -322,10 +325,13 @@ func (r *deploymentPlan) setPaused(paused bool) {
 func (r *deploymentPlan) holdDeploymentTarget() {
 	d, cn, st := r.stable, r.canary, &r.status
 	if replicasOf(d) != cn.Spec.Replicas {
-		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
-			"spec.replicas is %d but Deployment %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
-			cn.Spec.Replicas, d.Name, replicasOf(d), replicasOf(d)))
-		return
+		if r.firstHold {
+			r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+				"spec.replicas is %d but Deployment %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
+				cn.Spec.Replicas, d.Name, replicasOf(d), replicasOf(d)))
+			return
+		}
+		r.followTotal() // autoscale.go
 	}
 	r.setPaused(true)
 	n := int32(len(r.steps))

@@ -167,7 +167,10 @@ func (r *pairPlan) canaryAvailable() int32 {
 	if r.canaryDep == nil || r.canaryNew {
 		return 0
 	}
-	return r.canaryDep.Status.AvailableReplicas
+	// Pods above its spec are ones a scale-down (a total lowered by an autoscaler) removes but its
+	// status, computed before they went, still counts: any of them may be an available one.
+	d := r.canaryDep
+	return max(0, d.Status.AvailableReplicas-max(0, d.Status.Replicas-replicasOf(d)))
 }
 
 // stableReplicas is the stable Deployment's replicas.
