@@ -483,6 +483,7 @@ type load struct {
 	start      time.Time
 	cpuAtStart time.Duration
 	created    chan struct{}
+	window     window // the API writes from the load's start
 	finished   atomic.Bool
 	readyAt    time.Duration
 	err        error // of the creations, read once created is closed
@@ -503,6 +504,7 @@ func (e *env) startLoad(b *testing.B, a *agentproc.Agent, w *loadWatch) *load {
 	if l.cpuAtStart, err = a.CPUTime(); err != nil {
 		b.Fatal(err)
 	}
+	l.window = e.openWindow(b)
 	logf("bench: Reaction: creating %d TApps of %d pods and %d Canaries", smallWorkloads, smallReplicas, min(loadCanaries, smallWorkloads))
 	l.start = time.Now()
 	go func() {
@@ -562,6 +564,7 @@ func (l *load) report(b *testing.B) {
 	}
 	lags, complete := l.watch.lags()
 	events := l.watch.podEvents.Load()
+	writes := l.e.closeWindow(b, l.window).audit.ByClient("workload-agent")
 	perK := cpu.Seconds() / (float64(events) / 1000)
 	fmt.Printf("\n--- Reaction/Load: %d TApps of %d pods and %d Canaries, created at once, every status complete after %s (probe rounds ran beside it)\n",
 		smallWorkloads, smallReplicas, min(loadCanaries, smallWorkloads), Secs(l.readyAt))
@@ -569,6 +572,7 @@ func (l *load) report(b *testing.B) {
 	say("status lag (a TApp's last pod Ready → its status complete), %d TApps: p50 %s, p99 %s, max %s (p99 target <= %s: %s)",
 		len(lags), Millis(lags.Percentile(50)), Millis(p99), Millis(lags.Max()), Millis(targetStatusLagP99), Verdict(len(lags) == complete && p99 <= targetStatusLagP99))
 	say("agent CPU: %.1f s for %d pod events = %.2f s per 1000 pod events; agent peak RSS %s", cpu.Seconds(), events, perK, MiB(peak))
+	say("agent writes (audit log, probes included): %.0f: %s", writes.Total(), writes.Format(0))
 	b.ReportMetric(float64(p99.Milliseconds()), "ms-status-lag-p99")
 	b.ReportMetric(perK, "cpu-s/1000-pod-events")
 }
