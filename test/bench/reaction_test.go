@@ -80,8 +80,14 @@ func BenchmarkReaction(b *testing.B) {
 	defer lag.stop()
 	busy := reactionSamples{}
 	load := e.startLoad(b, a, lag)
+	lastLog := time.Now()
 	for first := true; first || !load.done(b); first = false {
 		p.round(b, busy)
+		if time.Since(lastLog) > 15*time.Second {
+			_, complete := lag.lags()
+			logf("bench: Reaction: %d of %d load TApps complete; %d busy rounds", complete, smallWorkloads, len(busy[reactSpec])/2)
+			lastLog = time.Now()
+		}
 	}
 	load.report(b)
 
