@@ -37,8 +37,6 @@ const (
 	reactionLoadNS = "bench-reaction-load"
 	probeName      = "probe"
 	promoName      = "promo"
-	// roundTimeout bounds one wait of a probe round (a failure, never a target).
-	roundTimeout = 5 * time.Minute
 	// Targets of issue 30, reported against, never asserted.
 	targetReactionIdle   = 50 * time.Millisecond
 	targetReactionLoaded = 250 * time.Millisecond
@@ -221,8 +219,8 @@ func (wt *waiter) wait(b *testing.B, what string) time.Time {
 	select {
 	case t := <-wt.at:
 		return t
-	case <-time.After(roundTimeout):
-		b.Fatalf("reaction probe: no event %s after %v (a safety bound, not a target)", what, roundTimeout)
+	case <-time.After(phaseTimeout):
+		b.Fatalf("reaction probe: no event %s after %v (a safety bound, not a target)", what, phaseTimeout)
 		return time.Time{}
 	}
 }
@@ -381,7 +379,7 @@ func (p *probes) promote(b *testing.B, into reactionSamples) {
 	}
 	t0 := promoted.wait(b, "of the probe Canary promoted")
 	into[reactPromote] = append(into[reactPromote], moved.wait(b, "of the promo pod on the new template").Sub(t0))
-	ctx, cancel := context.WithTimeout(ctx, roundTimeout)
+	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
 	for {
 		if ok, _, _ := p.canaryCompleted(ctx); ok {
@@ -389,7 +387,7 @@ func (p *probes) promote(b *testing.B, into reactionSamples) {
 		}
 		select {
 		case <-ctx.Done():
-			b.Fatalf("reaction probe: the Canary did not complete in %v", roundTimeout)
+			b.Fatalf("reaction probe: the Canary did not complete in %v", phaseTimeout)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
