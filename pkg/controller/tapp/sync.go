@@ -83,6 +83,11 @@ func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
 	}
 
 	rev := c.syncRevisions(ctx, t)
+	if namespaceTerminating(rev.err) {
+		// As for pods (createPods): the TApp goes with its namespace, nothing to report or retry.
+		klog.FromContext(ctx).V(2).Info("The namespace is being deleted; revision not recorded", "err", rev.err)
+		rev.err = nil
+	}
 	manageErr = errors.Join(manageErr, rev.err)
 	if rev.err != nil && fail == nil {
 		// A refused revision write is a failed child write like any other: a condition, not
