@@ -23,9 +23,10 @@ type Target struct {
 // after the object (all of args with -f). allowed lists the kinds the verb supports; any other
 // kind is refused with a message listing those that are.
 //
-// The names of our own kinds (ownKindFor) resolve without discovery: reading the discovery
-// cache is most of what a one-shot verb spends before its first request (bench/RESULTS.md,
-// "Plugin latency against kubectl"), and those names can only mean our kinds to this plugin.
+// The names of our own kinds (ownKindFor) resolve without discovery: the builder read the whole
+// discovery cache, twice, between loading the kubeconfig and the verb's first request
+// (bench/RESULTS.md, "Plugin latency against kubectl"), and those names can only mean our kinds
+// to this plugin.
 func Resolve(g genericclioptions.RESTClientGetter, args, files []string, allowed ...Kind) (Target, []string, error) {
 	namespace, explicit, err := g.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
