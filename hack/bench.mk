@@ -20,6 +20,6 @@ BENCH_TIMEOUT_GO ?= 120m
 
 .PHONY: bench
 
-bench: cluster-bins build ## Run the benchmarks on a local control plane and print their figures (see bench/RESULTS.md).
+bench: cluster-bins cluster-kubectl build ## Run the benchmarks on a local control plane and print their figures (see bench/RESULTS.md).
 	WORKLOAD_AGENT_BIN=$(CURDIR)/bin/workload-agent KUBECTL_WORKLOAD_BIN=$(CURDIR)/bin/kubectl-workload $(BENCH_ENV) \
 		$(or $(GO),go) test -count=1 -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout $(BENCH_TIMEOUT_GO) ./test/bench/

@@ -10,6 +10,8 @@ import (
 	// Every client auth plugin (OIDC, exec, …) so that any kubeconfig kubectl accepts works here.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
+	// First of ours, for its init: see the package.
+	_ "github.com/kubectl-workload/kubectl-workload/cmd/kubectl-workload/internal/gcpercent"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd"
 )
 

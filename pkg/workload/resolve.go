@@ -22,21 +22,32 @@ type Target struct {
 // cluster beyond discovery: the verb reads the object itself. It returns the arguments left
 // after the object (all of args with -f). allowed lists the kinds the verb supports; any other
 // kind is refused with a message listing those that are.
+//
+// The names of our own kinds (ownKindFor) resolve without discovery: the builder read the whole
+// discovery cache, twice, between loading the kubeconfig and the verb's first request
+// (bench/RESULTS.md, "Plugin latency against kubectl"), and those names can only mean our kinds
+// to this plugin.
 func Resolve(g genericclioptions.RESTClientGetter, args, files []string, allowed ...Kind) (Target, []string, error) {
 	namespace, explicit, err := g.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return Target{}, nil, err
 	}
-	b := resource.NewBuilder(g).Unstructured().NamespaceParam(namespace).DefaultNamespace().
-		RequireObject(false).Flatten()
 	var rest []string
 	var typed, name string
-	if len(files) > 0 {
-		b, rest = b.FilenameParam(explicit, &resource.FilenameOptions{Filenames: files}), args
-	} else {
+	if len(files) == 0 {
 		if typed, name, rest, err = splitRef(args, allowed); err != nil {
 			return Target{}, nil, err
 		}
+		if kind, ok := ownKindFor(typed); ok {
+			target := Target{Ref: Ref{Kind: kind, Name: name}, Namespace: namespace}
+			return target, rest, allowedKind(target.Ref, allowed)
+		}
+	}
+	b := resource.NewBuilder(g).Unstructured().NamespaceParam(namespace).DefaultNamespace().
+		RequireObject(false).Flatten()
+	if len(files) > 0 {
+		b, rest = b.FilenameParam(explicit, &resource.FilenameOptions{Filenames: files}), args
+	} else {
 		b = b.ResourceTypeOrNameArgs(true, typed+"/"+name)
 	}
 	infos, err := b.Do().Infos()
@@ -79,6 +90,15 @@ func workloadsIn(files []string, infos []*resource.Info) ([]*resource.Info, erro
 		return nil, fmt.Errorf("%s holds %d workloads: this command acts on one", strings.Join(files, ", "), len(out))
 	}
 	return out, nil
+}
+
+// ownKindFor is the kind of one of our custom resources that typed names as its CRD declares it
+// (short, singular, plural, plural.group; any case): what Resolve resolves without discovery.
+// Every other name, native kinds and categories included, goes through discovery, where a
+// short name of another API group may claim it.
+func ownKindFor(typed string) (Kind, bool) {
+	kind, ok := KindFor(typed)
+	return kind, ok && kind.Ours()
 }
 
 // resolveOffline resolves TYPE by the plugin's own names when the builder could not (its error

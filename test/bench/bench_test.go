@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/test/e2e/pluginexec"
 )
 
 // The benchmarks run in this order on one control plane (go test runs them in source order).
@@ -212,7 +214,7 @@ func BenchmarkBusyNamespace(b *testing.B) {
 	e.ensureNamespace(b, tappNS)
 	e.deleteFillers(b)
 	e.ensureSettledTApp(b)
-	plugin := pluginBinary(b)
+	plugin, kubectl := pluginBinary(b), pluginexec.Kubectl(b)
 
 	for _, unrelated := range []int{0, unrelatedPods} {
 		if unrelated > 0 {
@@ -231,8 +233,8 @@ func BenchmarkBusyNamespace(b *testing.B) {
 			time.Sleep(settle) // let the last status updates of the new pods pass
 			targets = append(targets, pluginTarget{label + "/other-namespace", controlNS})
 		}
-		b.Run(label+"/PluginStatus", func(b *testing.B) { e.pluginLatency(b, plugin, "status", targets...) })
-		b.Run(label+"/PluginGet", func(b *testing.B) { e.pluginLatency(b, plugin, "get", targets...) })
+		b.Run(label+"/PluginStatus", func(b *testing.B) { e.pluginLatency(b, plugin, kubectl, "status", targets...) })
+		b.Run(label+"/PluginGet", func(b *testing.B) { e.pluginLatency(b, plugin, kubectl, "get", targets...) })
 		stopAgent(b, a, "busy-"+label)
 	}
 	compareBusy()
@@ -257,6 +259,23 @@ func compareBusy() {
 		if pq != nil && pb != nil {
 			compare("plugin "+verb+" median latency (ms), busy/quiet (minutes apart)", busy, quiet, ms(pb.runs.Median()), ms(pq.runs.Median()), "", nil)
 		}
+		comparePluginWithKubectl(verb, quiet, busy, busy+"/other-namespace")
+	}
+}
+
+// comparePluginWithKubectl prints, for each label, the plugin's median over its kubectl
+// counterpart's, their runs taken in turns (issue 30).
+func comparePluginWithKubectl(verb string, labels ...string) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	target := kubectlTargets[verb]
+	for _, l := range labels {
+		p, k := pluginResults[l+"/"+verb], pluginResults[l+"/kubectl-"+verb]
+		if p == nil || k == nil {
+			continue
+		}
+		meets := float64(p.runs.Median()) <= target*float64(k.runs.Median())
+		compare(fmt.Sprintf("plugin %s / kubectl %s, median latency (ms), %s (runs in turns)", verb, strings.Join(kubectlArgs(verb, "NS"), " "), l),
+			"plugin", "kubectl", ms(p.runs.Median()), ms(k.runs.Median()), fmt.Sprintf("<= %.1f", target), &meets)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
@@ -75,6 +77,71 @@ func TestTarget(t *testing.T) {
 			}
 			if len(res.Actions) > 0 {
 				t.Errorf("resolving read the cluster: %v", res.Actions)
+			}
+		})
+	}
+}
+
+// discoveryCounter is a factory that counts the times a verb asked for discovery or a
+// RESTMapper built on it.
+type discoveryCounter struct {
+	cmdutil.Factory
+	asked *int
+}
+
+func (d discoveryCounter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	*d.asked++
+	return d.Factory.ToDiscoveryClient()
+}
+
+func (d discoveryCounter) ToRESTMapper() (meta.RESTMapper, error) {
+	*d.asked++
+	return d.Factory.ToRESTMapper()
+}
+
+// TestOwnKindsResolveWithoutDiscovery: the names our CRDs declare resolve without discovery
+// (the fast path of workload.Resolve); every other name, a category and our kinds' singular
+// with its group among them, still resolves through discovery, as kubectl resolves it.
+func TestOwnKindsResolveWithoutDiscovery(t *testing.T) {
+	tests := []struct {
+		args         []string
+		want         string
+		viaDiscovery bool
+	}{
+		{[]string{"tapp/web"}, "TApp web in test, rest []\n", false},
+		{[]string{"TAPPS", "web"}, "TApp web in test, rest []\n", false},
+		{[]string{"TApp", "web", "a=b"}, "TApp web in test, rest [a=b]\n", false},
+		{[]string{"tapps.apps.workload.dev/web"}, "TApp web in test, rest []\n", false},
+		{[]string{"ud/orders"}, "UnitedDeployment orders in test, rest []\n", false},
+		{[]string{"uniteddeployments.apps.workload.dev", "orders"}, "UnitedDeployment orders in test, rest []\n", false},
+		{[]string{"canary/checkout"}, "Canary checkout in test, rest []\n", false},
+		{[]string{"canaries.apps.workload.dev/checkout"}, "Canary checkout in test, rest []\n", false},
+		{[]string{"tapp.apps.workload.dev/web"}, "TApp web in test, rest []\n", true},
+		{[]string{"tapps.v1alpha1.apps.workload.dev/web"}, "TApp web in test, rest []\n", true},
+		// The category of our kinds names none of them alone: refused, through discovery.
+		{[]string{"workload/web"}, `error: unknown workload type "workload": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet), ds (DaemonSet)`, true},
+		{[]string{"deploy/front"}, "Deployment front in test, rest []\n", true},
+		{[]string{"deployments.apps/front"}, "Deployment front in test, rest []\n", true},
+		{[]string{"sts/db"}, "StatefulSet db in test, rest []\n", true},
+		{[]string{"-f", "testdata/tapp.yaml"}, "TApp web in test, rest []\n", true},
+		{[]string{"svc/web"}, `error: unknown workload type "svc": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet), ds (DaemonSet)`, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.args), func(t *testing.T) {
+			asked := 0
+			counted := func(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+				return newCmd(workload.Kinds...)(discoveryCounter{f, &asked}, streams)
+			}
+			res := cmdtest.Run(t, counted, nil, tt.args...)
+			got := res.Out
+			if res.Fatal != "" {
+				got = res.Fatal
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if (asked > 0) != tt.viaDiscovery {
+				t.Errorf("discovery asked %d times, want it asked: %v", asked, tt.viaDiscovery)
 			}
 		})
 	}

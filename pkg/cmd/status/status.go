@@ -140,21 +140,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obj, err := o.Get(ctx)
+	obj, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
 	st, err := o.Viewer.Status(obj)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Ref, err)
-	}
-	// A workload a Canary releases says so: its rollout is the Canary's to drive.
-	if h, err := workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref); err == nil && h != nil {
-		at := ""
-		if h.Step != "" {
-			at = ", " + h.Step
-		}
-		o.held = fmt.Sprintf("%s %s of canary/%s%s: see kubectl workload status canary/%s", h.Role, o.Ref.Kind.Name, h.Canary, at, h.Canary)
 	}
 	st = o.note(st)
 	if !o.Watch {
@@ -199,6 +191,38 @@ func (o *Options) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitTimeout, Msg: fmt.Sprintf("%s: timed out after %v waiting for the rollout (%s)", o.Ref, o.Timeout, last.Phase)}
 	}
 	return err
+}
+
+// read reads the object and, at the same time, the Canary that releases it, if any (o.held): the
+// two requests share one round trip to the API server instead of following each other
+// (bench/RESULTS.md, "Plugin latency against kubectl"). The Canaries are a note on the status:
+// an error reading them (none served, no access) leaves it out, as if none released the object.
+func (o *Options) read(ctx context.Context) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var h *workload.Holder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h, _ = workload.CanaryHolding(ctx, o.Client, o.Namespace, o.Ref)
+	}()
+	obj, err := o.Get(ctx)
+	if err != nil {
+		cancel() // the note is of no use without the object
+	}
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	// A workload a Canary releases says so: its rollout is the Canary's to drive.
+	if h != nil {
+		at := ""
+		if h.Step != "" {
+			at = ", " + h.Step
+		}
+		o.held = fmt.Sprintf("%s %s of canary/%s%s: see kubectl workload status canary/%s", h.Role, o.Ref.Kind.Name, h.Canary, at, h.Canary)
+	}
+	return obj, nil
 }
 
 // note adds to a status what the object is part of (the Canary that releases a Deployment).
