@@ -28,7 +28,7 @@ type pkgOutput struct {
 }
 
 // Relay copies the `go test -json` stream of in to out as plain `go test` prints it, and
-// appends "<pass|fail> <seconds> <package>" to record for each package that ran. It reports
+// appends "<pass|fail|cached> <seconds> <package>" to record for each package that ran. It reports
 // whether a package failed. Lines that are not JSON (go's own errors) are copied as they are.
 func Relay(in io.Reader, out, record io.Writer) (failed bool, err error) {
 	pkgs := map[string]*pkgOutput{}
@@ -67,7 +67,11 @@ func Relay(in io.Reader, out, record io.Writer) (failed bool, err error) {
 				continue // no test files
 			}
 			failed = failed || ev.Action == "fail"
-			if _, err := fmt.Fprintf(record, "%s %.3f %s\n", ev.Action, ev.Elapsed, ev.Package); err != nil {
+			result := ev.Action
+			if p.cached() {
+				result = "cached" // go test's cache answered: no time spent
+			}
+			if _, err := fmt.Fprintf(record, "%s %.3f %s\n", result, ev.Elapsed, ev.Package); err != nil {
 				return failed, err
 			}
 		}
@@ -91,4 +95,14 @@ func (p *pkgOutput) plain(failed bool) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// cached reports whether go test took the package's result from its cache ("ok … (cached)").
+func (p *pkgOutput) cached() bool {
+	for _, l := range p.lines {
+		if l.test == "" && strings.HasPrefix(l.text, "ok ") && strings.Contains(l.text, "(cached)") {
+			return true
+		}
+	}
+	return false
 }

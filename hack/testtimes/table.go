@@ -50,7 +50,8 @@ func ReadRecords(files []string) ([]Row, error) {
 	return rows, nil
 }
 
-// WriteTable prints rows slowest first, a failed package marked FAIL, and the sum per phase.
+// WriteTable prints rows slowest first, a failed package marked FAIL, one go test's cache
+// answered marked cache, and the sum per phase.
 func WriteTable(w io.Writer, rows []Row, trim string) {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Seconds > rows[j].Seconds })
 	sums := map[string]float64{}
@@ -59,8 +60,11 @@ func WriteTable(w io.Writer, rows []Row, trim string) {
 	fmt.Fprintf(w, "%9s  %-6s %-5s %s\n", "seconds", "phase", "", "package")
 	for _, r := range rows {
 		mark := ""
-		if r.Result != "pass" {
+		switch r.Result {
+		case "fail":
 			mark = "FAIL"
+		case "cached":
+			mark = "cache"
 		}
 		fmt.Fprintf(w, "%9.1f  %-6s %-5s %s\n", r.Seconds, r.Phase, mark, strings.TrimPrefix(r.Package, trim))
 		if _, ok := sums[r.Phase]; !ok {

@@ -43,6 +43,9 @@ const stream = `{"Action":"start","Package":"m/a"}
 {"Action":"start","Package":"m/d"}
 {"Action":"output","Package":"m/d","Output":"FAIL\tm/d [build failed]\n"}
 {"Action":"fail","Package":"m/d","Elapsed":0}
+{"Action":"start","Package":"m/e"}
+{"Action":"output","Package":"m/e","Output":"ok  \tm/e\t(cached)\n"}
+{"Action":"pass","Package":"m/e","Elapsed":0}
 go: warning: not JSON
 `
 
@@ -66,11 +69,12 @@ func TestRelayPrintsWhatGoTestPrintsAndRecordsEachPackage(t *testing.T) {
 		"# m/d [m/d.test]\n" +
 		"d/d_test.go:3:1: syntax error\n" +
 		"FAIL\tm/d [build failed]\n" +
+		"ok  \tm/e\t(cached)\n" +
 		"go: warning: not JSON\n"
 	if out.String() != wantOut {
 		t.Errorf("output:\n%s\nwant:\n%s", out.String(), wantOut)
 	}
-	wantRecord := "pass 1.250 m/a\nfail 30.500 m/b\nfail 0.000 m/d\n"
+	wantRecord := "pass 1.250 m/a\nfail 30.500 m/b\nfail 0.000 m/d\ncached 0.000 m/e\n"
 	if record.String() != wantRecord {
 		t.Errorf("record:\n%s\nwant:\n%s", record.String(), wantRecord)
 	}
@@ -88,7 +92,7 @@ func TestRelayReportsNoFailureWhenEveryPackagePasses(t *testing.T) {
 func TestTableListsPackagesSlowestFirstWithTheirPhase(t *testing.T) {
 	dir := t.TempDir()
 	for name, text := range map[string]string{
-		"unit.txt": "pass 1.250 m/a\nfail 30.500 m/b\n",
+		"unit.txt": "pass 1.250 m/a\nfail 30.500 m/b\ncached 0.000 m/c\n",
 		"e2e.txt":  "pass 554.000 m/test/e2e/canary\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -106,6 +110,7 @@ func TestTableListsPackagesSlowestFirstWithTheirPhase(t *testing.T) {
 		"    554.0  e2e          test/e2e/canary\n" +
 		"     30.5  unit   FAIL  b\n" +
 		"      1.2  unit         a\n" +
+		"      0.0  unit   cache c\n" +
 		"    554.0  e2e    sum of its packages' times\n" +
 		"     31.8  unit   sum of its packages' times\n"
 	if out.String() != want {
