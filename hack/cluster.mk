@@ -7,7 +7,7 @@
 #
 # Targets:
 #   cluster-bins     build the binaries into the cache (a no-op once built);
-#                    `make test` depends on it so that the cold build happens
+#                    `make test` (hack/test.sh) builds it first so that the cold build happens
 #                    outside `go test`'s timeout
 #   cluster-kubectl  also build kubectl there, and print its path
 #   cluster-up       start a cluster in the background; the last line printed

@@ -47,10 +47,12 @@ image-publish: image-tools ## Build the agent image on distroless/static:nonroot
 	  $(KO) $(IMAGE_KO_BUILD) --push=true
 
 # The image test (hack/tools/ko/imagetest) reads bin/image with go-containerregistry and compares
-# it with config/agent/deployment.yaml and the plugin built from the same tree.
+# it with config/agent/deployment.yaml and the plugin built from the same tree. make test sets
+# TEST_TIMES (hack/testtimes) and TEST_TIMES_DIR to record the test's time with the others'.
 .PHONY: test-image
 test-image: image build ## Build the image and the plugin, then check the image (user, ports, entrypoint, version).
-	cd $(IMAGE_TOOLS) && IMAGE_LAYOUT=$(abspath $(IMAGE_DIR)) PLUGIN=$(abspath bin/kubectl-workload) $(GO) test -count=1 ./imagetest/
+	set -o pipefail; cd $(IMAGE_TOOLS) && IMAGE_LAYOUT=$(abspath $(IMAGE_DIR)) PLUGIN=$(abspath bin/kubectl-workload) \
+	  $(GO) test -count=1 $(if $(TEST_TIMES),-json) ./imagetest/ $(if $(TEST_TIMES),| $(TEST_TIMES) -record $(TEST_TIMES_DIR)/image.txt)
 
 # Logs ko in to the image registry with the password read from standard input (the release
 # workflow's token), for image-publish.

@@ -4,7 +4,7 @@
 # Included by the root Makefile after hack/cluster.mk (it shares its cache variables).
 #
 # Targets:
-#   prometheus-bin   build it into the cache (a no-op once built); `make test` depends on it
+#   prometheus-bin   build it into the cache (a no-op once built); `make test` (hack/test.sh) builds it first
 #                    so that the cold build (several minutes) happens outside go test's timeout
 
 .PHONY: prometheus-bin

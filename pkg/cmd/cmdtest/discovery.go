@@ -2,6 +2,7 @@ package cmdtest
 
 import (
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,11 +36,26 @@ var nativeResources = []*metav1.APIResourceList{
 // custom resources as the CRDs the plugin installs declare them (names, short names,
 // categories), so that TYPE resolves in tests as it does against a real cluster.
 func Discovery() discovery.CachedDiscoveryInterface {
-	lists := append([]*metav1.APIResourceList{}, nativeResources...)
-	crds, err := config.CRDs()
+	crdLists, err := crdResources()
 	if err != nil {
 		panic(err)
 	}
+	lists := make([]*metav1.APIResourceList, 0, len(nativeResources)+len(crdLists))
+	for _, l := range append(append([]*metav1.APIResourceList{}, nativeResources...), crdLists...) {
+		lists = append(lists, l.DeepCopy()) // each fake cluster its own, as each test mutates nothing shared
+	}
+	return memory.NewMemCacheClient(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}})
+}
+
+// crdResources are the resource lists of our CRDs, read once per test binary: the CRDs are
+// megabytes of YAML, and parsing them for every command a test runs was most of the CPU time of
+// the pkg/cmd tests under -race (docs/testing.md, "The suite's time").
+var crdResources = sync.OnceValues(func() ([]*metav1.APIResourceList, error) {
+	crds, err := config.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	var lists []*metav1.APIResourceList
 	byVersion := map[string]*metav1.APIResourceList{}
 	for _, crd := range crds {
 		n := crd.Spec.Names
@@ -54,8 +70,8 @@ func Discovery() discovery.CachedDiscoveryInterface {
 				Categories: n.Categories, Verbs: metav1.Verbs{"get", "list", "watch", "patch", "update"}})
 		}
 	}
-	return memory.NewMemCacheClient(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}})
-}
+	return lists, nil
+})
 
 // ToDiscoveryClient is the fake API server's discovery.
 func (f *Factory) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
