@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,31 +126,48 @@ func checkoutPods(labels map[string]string, image string) corev1.PodTemplateSpec
 // start releases nginx 1.27 to both pods in one step that runs every check of the template.
 func (r *release) start(t *testing.T, template string) {
 	t.Helper()
-	e2eenv.Create(t, r.Ctx, r.Apps.AppsV1alpha1().Canaries(r.NS), &v1alpha1.Canary{
+	r.create(t, func(s *v1alpha1.CanarySpec) {
+		s.Analysis = []v1alpha1.AnalysisCheck{{Name: "slo", Args: r.args,
+			TemplateRef: &v1alpha1.AnalysisTemplateRef{Kind: v1alpha1.KindClusterAnalysisTemplate, Name: template}}}
+		s.Steps = []v1alpha1.CanaryStep{{Replicas: intstr.FromInt32(2), Analysis: []string{"slo"}}}
+	})
+}
+
+// create creates the Canary that releases nginx 1.27 on checkout-canary, its analysis and steps
+// set by edit.
+func (r *release) create(t *testing.T, edit func(*v1alpha1.CanarySpec)) {
+	t.Helper()
+	c := &v1alpha1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: "checkout"},
 		Spec: v1alpha1.CanarySpec{
 			Replicas:  2,
 			StableRef: v1alpha1.StableRef{Name: "checkout"},
 			Canary: v1alpha1.CanaryTarget{Name: "checkout-canary",
 				Template: checkoutPods(map[string]string{"app": "checkout", "track": "canary"}, "nginx:1.27")},
-			Analysis: []v1alpha1.AnalysisCheck{{Name: "slo", Args: r.args,
-				TemplateRef: &v1alpha1.AnalysisTemplateRef{Kind: v1alpha1.KindClusterAnalysisTemplate, Name: template}}},
-			Steps: []v1alpha1.CanaryStep{{Replicas: intstr.FromInt32(2), Analysis: []string{"slo"}}},
-		}})
+		}}
+	edit(&c.Spec)
+	e2eenv.Create(t, r.Ctx, r.Apps.AppsV1alpha1().Canaries(r.NS), c)
 }
 
-// wait waits until the release ends in phase and returns it.
+// wait waits until the release is in phase and returns it.
 func (r *release) wait(t *testing.T, phase v1alpha1.CanaryPhase) *v1alpha1.Canary {
 	t.Helper()
+	return r.waitFor(t, "phase "+string(phase), func(c *v1alpha1.Canary) bool { return c.Status.Phase == phase })
+}
+
+// waitFor waits until cond holds for the Canary, as of its latest generation.
+func (r *release) waitFor(t *testing.T, what string, cond func(*v1alpha1.Canary) bool) *v1alpha1.Canary {
+	t.Helper()
 	var c *v1alpha1.Canary
-	e2eenv.WaitFor(t, r.Ctx, r.NS+": phase "+string(phase), func(ctx context.Context) (bool, string, error) {
+	e2eenv.WaitFor(t, r.Ctx, r.NS+": "+what, func(ctx context.Context) (bool, string, error) {
 		var err error
 		c, err = r.Apps.AppsV1alpha1().Canaries(r.NS).Get(ctx, "checkout", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return c.Status.ObservedGeneration == c.Generation && c.Status.Phase == phase,
-			fmt.Sprintf("phase %s: %s; abort %+v; analysis %+v", c.Status.Phase, c.Status.Message, c.Status.Abort, c.Status.Analysis), nil
+		return c.Status.ObservedGeneration == c.Generation && cond(c),
+			fmt.Sprintf("phase %s: %s; abort %+v; analysis %+v; background %+v", c.Status.Phase, c.Status.Message,
+				c.Status.Abort, c.Status.Analysis, c.Status.BackgroundAnalysis), nil
 	})
 	return c
 }
@@ -245,5 +263,34 @@ func checkSecretAccess(t *testing.T, e *e2eenv.Env, kubeconfig, ns string) {
 	}
 	if _, err := kube.CoreV1().Secrets(ns).List(e.Ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the agent's list of Secrets: %v, want Forbidden", err)
+	}
+}
+
+// A background check fails the release while no step check runs: the release waits for a
+// promote after step 1 of 2 (its steps have no check of their own), the error rate the real
+// Prometheus measures goes from 1% to 50%, and the agent rolls the release back by itself,
+// without a promote.
+func TestBackgroundCheckFailsAReleaseWaitingBetweenSteps(t *testing.T) {
+	exp, prom := startApp(t, 0.01)
+	r := newRelease(t, "unused", nil)
+	r.StartAgent("canary")
+	r.create(t, func(s *v1alpha1.CanarySpec) {
+		s.Analysis = []v1alpha1.AnalysisCheck{{Name: "error-rate", Interval: &metav1.Duration{Duration: time.Second},
+			SuccessCondition: "result.size() == 1 && result[0] < 0.05", FailureCondition: "result.size() == 1 && result[0] >= 0.05",
+			Provider: v1alpha1.AnalysisProvider{Prometheus: &v1alpha1.PrometheusProvider{Address: prom.URL, Query: errorRatio}}}}
+		s.BackgroundAnalysis = &v1alpha1.CanaryBackgroundAnalysis{Analysis: []string{"error-rate"}}
+		s.Steps = []v1alpha1.CanaryStep{{Replicas: intstr.FromInt32(1), Pause: &v1alpha1.CanaryPause{}}, {Replicas: intstr.FromInt32(2)}}
+	})
+	r.waitFor(t, "paused after step 1 with the background check passing", func(c *v1alpha1.Canary) bool {
+		bg := c.Status.BackgroundAnalysis
+		return c.Status.Phase == v1alpha1.CanaryPaused && c.Status.CurrentBatch == 1 && len(bg) == 1 && bg[0].Successful > 0
+	})
+	exp.SetErrorRate(t, 0.5)
+	c := r.wait(t, v1alpha1.CanaryRolledBack)
+	if a := c.Status.Abort; a == nil || a.Check != "error-rate" || !strings.Contains(a.Message, "background check error-rate failed at step 1/2") {
+		t.Errorf("abort %+v, want the background check error-rate failed at step 1/2", a)
+	}
+	if c.Spec.ApprovedBatch != 0 {
+		t.Errorf("approvedBatch %d: the release was promoted", c.Spec.ApprovedBatch)
 	}
 }
