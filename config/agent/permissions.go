@@ -116,7 +116,7 @@ var Permissions = []Permission{
 	{workloads, "clusteranalysistemplates", "watch", "", informerWatch},
 
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
-	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go)"},
+	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go), and a StatefulSet or DaemonSet target's pods of its update revision for a podHealth check (listedPods, release_pods.go)"},
 	{core, "pods", "watch", "", informerWatch},
 	{core, "pods", "create", "", "tapp: createInstance"},
 	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},
@@ -178,7 +178,8 @@ var Permissions = []Permission{
 	{gateway, "httproutes", "watch", "", informerWatch},
 	{gateway, "httproutes", "patch", "", "canary: writeRoute sets the backendRef weights and the header rule (JSON patch testing resourceVersion)"},
 	{gateway, "httproutes", "get", "", "canary: writeRoute reads the route after a refused patch, to tell someone else's edit from a failure"},
-	{core, "services", "get", "", "canary: trafficClients.service checks the stable and canary Services exist and select the right pods"},
+	{core, "services", "get", "", "canary: trafficClients.service checks the stable and canary Services exist and select the right pods; getService reads the two Services of spec.blueGreen"},
+	{core, "services", "patch", "", "canary: blueGreenPlan.execute sets the apps.workload.dev/bluegreen key of the selectors of spec.blueGreen's two Services"},
 
 	// HorizontalPodAutoscalers: a Canary refuses one that scales the Deployment whose replicas its
 	// release sets (autoscale.go: autoscalerOf, watchAutoscalers).

@@ -64,6 +64,10 @@ type Clients struct {
 	Kube kubernetes.Interface
 	// Client is for the agent's own API group.
 	Client versioned.Interface
+	// Status is for the status writes of the agent's own kinds: the same API group as Client,
+	// through a rate limiter of its own (--status-qps, --status-burst), so that a workload's
+	// status is never queued behind the pod writes of a scale-out. Nil means Client.
+	Status versioned.Interface
 	// Gateway is for gateway.networking.k8s.io (a Canary's HTTPRoute); nil: no traffic routing.
 	Gateway gatewayclient.Interface
 	// LeaderElection is for the Lease; nil means Kube. It has its own rate limiter and a short
@@ -101,7 +105,9 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 
 // NewClients builds the API clients from the options: --kubeconfig, --qps and --burst. The
 // native client speaks protobuf. The native and the workload client share one rate limiter, so
-// --qps bounds the agent's whole controller traffic; leader election has its own.
+// --qps bounds the agent's writes of pods and other children, its spec writes and its Events;
+// the status writes of its own kinds have their own (--status-qps, docs/architecture.md, "Two
+// client budgets"), and so has leader election.
 func NewClients(opts *Options) (*Clients, error) {
 	cfg, err := RESTConfig(opts.Kubeconfig)
 	if err != nil {
@@ -132,6 +138,14 @@ func NewClients(opts *Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload client: %w", err)
 	}
+	statusCfg := rest.CopyConfig(cfg)
+	statusCfg.QPS, statusCfg.Burst = opts.statusBudget()
+	statusCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(statusCfg.QPS, statusCfg.Burst)
+	statusCfg.Wrap(writes.Transport)
+	status, err := versioned.NewForConfig(statusCfg)
+	if err != nil {
+		return nil, fmt.Errorf("status client: %w", err)
+	}
 
 	leCfg.ContentType, leCfg.AcceptContentTypes = kubeCfg.ContentType, kubeCfg.AcceptContentTypes
 	if opts.RenewDeadline > 0 {
@@ -145,7 +159,7 @@ func NewClients(opts *Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway API client: %w", err)
 	}
-	return &Clients{Kube: kube, Client: client, Gateway: gateway, LeaderElection: le, Fence: writes}, nil
+	return &Clients{Kube: kube, Client: client, Status: status, Gateway: gateway, LeaderElection: le, Fence: writes}, nil
 }
 
 // UserAgent is the agent's User-Agent: the program and version, the platform and, when known,
@@ -557,6 +571,7 @@ func (a *Agent) initControllers(ctx context.Context, factories *Factories, recor
 	cctx := &ctrl.Context{
 		KubeClient:          a.clients.Kube,
 		Client:              a.clients.Client,
+		StatusClient:        a.clients.Status,
 		GatewayClient:       a.clients.Gateway,
 		GatewayInformers:    factories.Gateway,
 		ManagedInformers:    factories.Managed,

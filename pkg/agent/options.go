@@ -50,6 +50,10 @@ type Options struct {
 	// QPS and Burst configure the client-side rate limiter of the API clients.
 	QPS   float32
 	Burst int
+	// StatusQPS and StatusBurst configure the rate limiter of the status writes of the agent's
+	// own kinds, a budget of its own (NewClients); 0: the same as QPS and Burst.
+	StatusQPS   float32
+	StatusBurst int
 	// Workers is the number of workers per controller.
 	Workers int
 	// ResyncPeriod is the informer factories' default resync period; 0 disables periodic resyncs.
@@ -125,6 +129,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Queries per second the agent may send to the API server (client-side rate limit; client-go's default is 5).")
 	fs.IntVar(&o.Burst, "burst", o.Burst,
 		"Burst of queries allowed above --qps (client-go's default is 10). Must be at least --qps.")
+	fs.Float32Var(&o.StatusQPS, "status-qps", o.StatusQPS,
+		"Queries per second of the status writes of TApps, UnitedDeployments and Canaries, a client-side budget of their own so that a workload's status never waits behind pod writes. 0: the same as --qps.")
+	fs.IntVar(&o.StatusBurst, "status-burst", o.StatusBurst,
+		"Burst of status writes allowed above --status-qps. 0: the same as --burst. Must be at least --status-qps.")
 	fs.IntVar(&o.Workers, "workers", o.Workers,
 		fmt.Sprintf("Concurrent reconcile workers per controller (1-%d).", maxWorkers))
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod,
@@ -161,6 +169,8 @@ var FlagHelp = map[string]string{
 	"namespace":                   "a namespace name (a DNS-1123 label), or empty for all namespaces",
 	"qps":                         "a number greater than 0, e.g. 200",
 	"burst":                       "an integer of at least 1 and at least --qps, e.g. 400",
+	"status-qps":                  "0 (the same as --qps) or a number greater than 0, e.g. 200",
+	"status-burst":                "0 (the same as --burst) or an integer of at least --status-qps, e.g. 400",
 	"workers":                     fmt.Sprintf("an integer from 1 to %d", maxWorkers),
 	"resync-period":               "a duration of 0 (disabled) or at least 1s, e.g. 10m",
 	"leader-elect":                "true or false",
@@ -200,6 +210,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Burst < 1 || float32(o.Burst) < o.QPS {
 		return bad("burst", o.Burst, fmt.Sprintf("must be at least 1 and at least --qps (%v)", o.QPS))
+	}
+	if o.StatusQPS < 0 || o.StatusQPS > 1e6 {
+		return bad("status-qps", o.StatusQPS, "out of range")
+	}
+	if qps, burst := o.statusBudget(); burst < 1 || float32(burst) < qps {
+		return bad("status-burst", o.StatusBurst, fmt.Sprintf("must be at least 1 and at least --status-qps (%v)", qps))
 	}
 	if o.Workers < 1 || o.Workers > maxWorkers {
 		return bad("workers", o.Workers, "out of range")
@@ -341,4 +357,17 @@ func firstOr(errs []string, fallback string) string {
 		return fallback
 	}
 	return errs[0]
+}
+
+// statusBudget is the status writes' QPS and burst: --status-qps and --status-burst, each
+// defaulting to --qps and --burst.
+func (o *Options) statusBudget() (float32, int) {
+	qps, burst := o.StatusQPS, o.StatusBurst
+	if qps == 0 {
+		qps = o.QPS
+	}
+	if burst == 0 {
+		burst = o.Burst
+	}
+	return qps, burst
 }

@@ -92,6 +92,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--burst=0"}, "--burst"},
 		{[]string{"--qps=500"}, "--burst"}, // below --qps
 		{[]string{"--burst=x"}, "--burst"},
+		{[]string{"--status-qps=-1"}, "--status-qps"},
+		{[]string{"--status-qps=500"}, "--status-burst"}, // the default burst (--burst's) below it
+		{[]string{"--status-qps=50", "--status-burst=20"}, "--status-burst"},
 		{[]string{"--workers=0"}, "--workers"},
 		{[]string{"--workers=100000"}, "--workers"},
 		{[]string{"--workers=two"}, "--workers"},
@@ -143,6 +146,29 @@ func TestBadFlags(t *testing.T) {
 				t.Errorf("exit code %d, want 2", code)
 			}
 		})
+	}
+}
+
+func TestStatusBudget(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		qps   float32
+		burst int
+	}{
+		{nil, DefaultQPS, DefaultBurst},
+		{[]string{"--qps=30", "--burst=60"}, 30, 60},
+		{[]string{"--status-qps=20"}, 20, DefaultBurst},
+		{[]string{"--status-qps=20", "--status-burst=40"}, 20, 40},
+		{[]string{"--qps=30", "--burst=60", "--status-burst=90"}, 30, 90},
+	} {
+		o, _, err := runCommand(t, c.args...)
+		if err != nil {
+			t.Errorf("%v: %v", c.args, err)
+			continue
+		}
+		if qps, burst := o.statusBudget(); qps != c.qps || burst != c.burst {
+			t.Errorf("%v: status budget %v/%d, want %v/%d", c.args, qps, burst, c.qps, c.burst)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,7 +89,11 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		if b.Index == st.CurrentBatch {
 			mark = ">"
 		}
-		progress = append(progress, fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(&c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State))
+		line := fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(&c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State)
+		if name := blueGreenStepName(&c, b.Index); name != "" { // canary_bluegreen.go
+			line += "  (" + name + ")"
+		}
+		progress = append(progress, line)
 		if b.Index == st.CurrentBatch {
 			for _, d := range canaryStepDetail(&c) {
 				progress = append(progress, "      "+d.String())
@@ -96,6 +101,7 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 		}
 	}
 	progress = append(progress, canaryTrafficLines(&c)...) // canary_traffic.go
+	progress = append(progress, blueGreenLines(&c)...)     // canary_bluegreen.go
 	if c.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
 		return staleStatus(agentName, c.Generation, st.ObservedGeneration, progress), nil
 	}
@@ -147,6 +153,9 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		}
 		for _, b := range c.Status.Batches {
 			n := &Node{Name: fmt.Sprintf("%s %d", stepWord(&c), b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+			if name := blueGreenStepName(&c, b.Index); name != "" {
+				n.Info += ", " + name
+			}
 			if b.Index == c.Status.CurrentBatch {
 				// The name stays short (the tree's first column), the verdict is the STATUS
 				// and the rest goes to INFO, the column a narrow terminal cuts.
@@ -165,6 +174,10 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		root.Children = append(root.Children, batches)
 	}
 	root.Children = append(root.Children, canaryTrafficNodes(&c)...) // canary_traffic.go
+	for _, l := range blueGreenLines(&c) {
+		name, info, _ := strings.Cut(l, ": ")
+		root.Children = append(root.Children, &Node{Name: name, Info: info})
+	}
 	if c.Spec.TargetRef != nil {
 		nodes, err := t.targetNodes(&c) // canary_target.go
 		if err != nil {

@@ -17,7 +17,7 @@ var Now = time.Now
 // stepWord is what a Canary's release is made of in messages: "step" for spec.steps, "batch"
 // for the shorthands (batches, batchSizes), as the spec says it.
 func stepWord(c *v1alpha1.Canary) string {
-	if len(c.Spec.Steps) > 0 {
+	if len(c.Spec.Steps) > 0 || c.Spec.BlueGreen != nil {
 		return "step"
 	}
 	return "batch"

@@ -50,6 +50,17 @@
 //     sums is printed too. (BenchmarkTAppInPlace's gateless scale-out against
 //     BenchmarkDeployment's is printed as well, without a target: those phases run minutes
 //     apart, the agent only in the TApp's.)
+//   - BenchmarkReaction (issue 30): the agent's reaction times, from this process's watches (the
+//     arrival of the watch event at each end): spec change → first agent write (a probe TApp
+//     scaled 1 → 2 → 1: the pod created, then deleted), pod Ready → status written (the probe's
+//     new pod, then its status), promote → first new pod (a Canary over a probe TApp of 2
+//     instances pausing after its first step: its approvedBatch, then the other pod's image).
+//     BENCH_REACTION_ROUNDS rounds at idle; rounds without end while BENCH_SMALL_WORKLOADS TApps
+//     of BENCH_SMALL_REPLICAS pods and BENCH_LOAD_CANARIES Canaries (holding the first TApps) are
+//     created at once and scale out ("busy"); as many rounds again once they are settled
+//     ("loaded"). Printed: p50, p99 and extremes of each; over the load's scale-out, each TApp's
+//     status lag (its last pod Ready → its status complete; p99 target 2 s) and the agent's CPU
+//     seconds per 1000 pod events (events of the load's pods seen by this process's watch).
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted
@@ -68,7 +79,9 @@
 //	BENCH_UNRELATED_STATEFULSETS=2000   unrelated StatefulSets (one ControllerRevision each) of it;
 //	                                    its unrelated pods are BENCH_UNRELATED
 //	BENCH_SMALL_WORKLOADS=2000          TApps, and Deployments, of BenchmarkManySmall
-//	BENCH_SMALL_REPLICAS=3              pods of each
+//	BENCH_SMALL_REPLICAS=3              pods of each (and of BenchmarkReaction's load)
+//	BENCH_LOAD_CANARIES=500             Canaries of BenchmarkReaction's load (TApp targets)
+//	BENCH_REACTION_ROUNDS=20            probe rounds of BenchmarkReaction at idle and loaded
 //	BENCH_PLUGIN_RUNS=20     runs of each plugin command
 //	BENCH_ROUNDS=3           Deployment/TApp rounds of BenchmarkScaleOutPair
 //	BENCH_QPS=100            client QPS of kube-controller-manager and the agent
@@ -82,6 +95,7 @@
 // measured). A quick try-out of them:
 //
 //	make bench BENCH='BenchmarkUnrelatedObjects|BenchmarkManySmall' BENCH_ENV='BENCH_UNRELATED_DEPLOYMENTS=200 BENCH_UNRELATED_STATEFULSETS=20 BENCH_UNRELATED=200 BENCH_SMALL_WORKLOADS=20'
+//	make bench BENCH=BenchmarkReaction BENCH_ENV='BENCH_SMALL_WORKLOADS=100 BENCH_LOAD_CANARIES=25 BENCH_REACTION_ROUNDS=5'
 //
 // bench/RESULTS.md holds the results of a run with the exact command.
 package bench

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-workload/kubectl-workload/test/agentproc"
@@ -48,19 +49,31 @@ const (
 // measured.
 func (e *env) scenery(b *testing.B) *kubernetes.Clientset {
 	b.Helper()
-	cfg := e.cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = setupQPS, 2*setupQPS
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kubernetes.NewForConfig(e.sceneryConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	return c
 }
 
+// sceneryConfig is the API configuration of the scenery's clients: the setupQPS budget.
+func (e *env) sceneryConfig() *rest.Config {
+	cfg := e.cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = setupQPS, 2*setupQPS
+	return cfg
+}
+
 // createAll calls create(i) for i in [0, n) from setupWorkers goroutines and fails on the first
 // error.
 func createAll(b *testing.B, n int, create func(ctx context.Context, i int) error) {
 	b.Helper()
+	if err := createEach(n, create); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// createEach is createAll returning the first error, for a goroutine of its own.
+func createEach(n int, create func(ctx context.Context, i int) error) error {
 	var next atomic.Int64
 	var firstErr error
 	var once sync.Once
@@ -80,9 +93,7 @@ func createAll(b *testing.B, n int, create func(ctx context.Context, i int) erro
 		})
 	}
 	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
+	return firstErr
 }
 
 // countAtLeast is a poll condition: count returns at least want.

@@ -60,6 +60,11 @@ type Options struct {
 	// GatewayAPI installs the Gateway API's standard-channel CRDs (HTTPRoute and the rest),
 	// read from the sigs.k8s.io/gateway-api module the repository pins; see GatewayAPICRDDir.
 	GatewayAPI bool
+	// Autoscaling runs kube-controller-manager's HorizontalPodAutoscaler controller (synced
+	// every 2 seconds) and gives the API server its aggregation layer (front-proxy certificates
+	// and request-header flags), so that a test can serve a metrics API through an APIService
+	// (see test/externalmetrics). Off by default: other packages need neither.
+	Autoscaling bool
 	// Nodes are the fake nodes; nil means DefaultNodes().
 	Nodes []Node
 	// PodsPerNode is each node's pod capacity; 0 means 2500, so that the
@@ -107,6 +112,9 @@ type Cluster struct {
 	CAData []byte
 	// Nodes are the registered fake nodes.
 	Nodes []Node
+	// FrontProxyCAData is the PEM CA of the client certificate the API server's aggregator
+	// presents to extension API servers; empty without Options.Autoscaling.
+	FrontProxyCAData []byte
 
 	opts     Options
 	etcdURL  string
@@ -236,10 +244,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
+	var autoscalingAPIServer, autoscalingKCM []string
+	if c.opts.Autoscaling {
+		if autoscalingAPIServer, autoscalingKCM, err = c.autoscalingFlags(); err != nil {
+			return err
+		}
+	}
 	certDir := c.path("certs", "apiserver")
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	c.Token = admin.token
-	if err := c.run(APIServer, []string{
+	if err := c.run(APIServer, append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -261,7 +275,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		// controller, which is not run (see DefaultControllers), lifts it.
 		"--disable-admission-plugins=TaintNodesByCondition",
 		"--profiling=false",
-	}, nil); err != nil {
+	}, autoscalingAPIServer...), nil); err != nil {
 		return err
 	}
 	caFile := filepath.Join(certDir, "apiserver.crt")
@@ -309,6 +323,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--root-ca-file=" + caFile,
 		"--profiling=false",
 	}
+	kcmArgs = append(kcmArgs, autoscalingKCM...)
 	if c.opts.ControllerManagerQPS > 0 {
 		kcmArgs = append(kcmArgs, "--kube-api-qps="+strconv.FormatFloat(float64(c.opts.ControllerManagerQPS), 'f', -1, 32))
 	}

@@ -46,6 +46,10 @@ type Context struct {
 	KubeClient kubernetes.Interface
 	// Client is the client for the agent's own API group (apps.workload.dev).
 	Client versioned.Interface
+	// StatusClient is for the status writes of the agent's own kinds (UpdateStatus): the same
+	// API group through a client budget of its own (--status-qps), so that status writes never
+	// wait behind pod writes. Nil means Client (tests). Use Context.Statuses.
+	StatusClient versioned.Interface
 	// GatewayClient is the client for gateway.networking.k8s.io (HTTPRoutes a Canary routes
 	// traffic through).
 	GatewayClient gatewayclient.Interface
@@ -104,3 +108,11 @@ type Controller interface {
 // calling Informer() or Lister() on the factories) and must not start them or block. Returning
 // (nil, nil) means the controller chose not to run (it is skipped and logged).
 type InitFunc func(*Context) (Controller, error)
+
+// Statuses is the client for status writes: StatusClient, else Client.
+func (c *Context) Statuses() versioned.Interface {
+	if c.StatusClient != nil {
+		return c.StatusClient
+	}
+	return c.Client
+}

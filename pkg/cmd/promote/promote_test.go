@@ -47,6 +47,19 @@ func canary(approved, current int32, state v1alpha1.BatchState, phase v1alpha1.C
 	return c
 }
 
+// blueGreen is a blue-green release of 10 replicas whose preview waits for a promote (step 1 of
+// 3: preview, switch, scale-down).
+func blueGreen() *v1alpha1.Canary {
+	c := canary(0, 1, v1alpha1.BatchPaused, v1alpha1.CanaryPaused)
+	c.Spec.Batches, c.Spec.PauseType = nil, ""
+	c.Spec.BlueGreen = &v1alpha1.CanaryBlueGreen{ActiveService: "checkout", PreviewService: "checkout-preview"}
+	c.Status.Batches = c.Status.Batches[:3]
+	for i := range c.Status.Batches {
+		c.Status.Batches[i].CanaryReplicas = 10
+	}
+	return c
+}
+
 func ud() *v1alpha1.UnitedDeployment {
 	u := &v1alpha1.UnitedDeployment{ObjectMeta: meta("orders")}
 	u.Spec.Replicas = ptr.To[int32](10)
@@ -85,6 +98,8 @@ func TestPromote(t *testing.T) {
 		{"promote-canary-already-approved", canary(2, 2, v1alpha1.BatchPaused, v1alpha1.CanaryPaused), []string{"canary/checkout"}},
 		{"promote-canary-full-already-approved", canary(4, 3, v1alpha1.BatchUpgrading, v1alpha1.CanaryProgressing), []string{"canary/checkout", "--full"}},
 		{"promote-canary-completed", canary(3, 4, v1alpha1.BatchCompleted, v1alpha1.CanaryCompleted), []string{"canary/checkout"}},
+		{"promote-canary-bluegreen-preview", blueGreen(), []string{"canary/checkout"}},
+		{"promote-canary-bluegreen-full", blueGreen(), []string{"canary/checkout", "--full"}},
 		{"promote-dry-run-client", paused, []string{"canary/checkout", "--dry-run=client"}},
 		{"promote-dry-run-server", paused, []string{"canary/checkout", "--dry-run=server"}},
 		{"promote-ud-subset", paused, []string{"ud/orders", "--subset", "zone-a"}},

@@ -130,6 +130,41 @@ func stepsCanary(mutate func(*v1alpha1.Canary)) *v1alpha1.Canary {
 	})
 }
 
+// blueGreenCanary is a blue-green Canary of 10 replicas at step k of 3: 1, its preview waiting
+// for a promote with its pre-promotion check passed; 3, switched, 25s of its scale-down delay
+// left (workload.Now is fixed at t0).
+func blueGreenCanary(k int32, mutate func(*v1alpha1.Canary)) *v1alpha1.Canary {
+	return canary(func(c *v1alpha1.Canary) {
+		c.Spec.Batches = nil
+		c.Spec.StableRef.Name, c.Spec.Canary.Name = "checkout", "checkout-canary"
+		c.Spec.BlueGreen = &v1alpha1.CanaryBlueGreen{ActiveService: "checkout", PreviewService: "checkout-preview",
+			PrePromotionAnalysis: []string{"smoke"}}
+		c.Status.CurrentBatch = k
+		c.Status.CanaryReplicas, c.Status.CanaryAvailable, c.Status.StableReplicas, c.Status.StableAvailable = 10, 10, 10, 10
+		c.Status.BlueGreen = &v1alpha1.CanaryBlueGreenStatus{Active: "checkout", Preview: "checkout-canary"}
+		c.Status.Batches = []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 10, State: v1alpha1.BatchPaused},
+			{Index: 2, CanaryReplicas: 10, State: v1alpha1.BatchPending},
+			{Index: 3, CanaryReplicas: 10, State: v1alpha1.BatchPending},
+		}
+		c.Status.Phase, c.Status.Message = v1alpha1.CanaryPaused, "batch 1/3 complete with 10 canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=1)"
+		c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{{Name: "smoke", Phase: v1alpha1.AnalysisSuccessful, Count: 1, Successful: 1,
+			Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "job smoke succeeded"}}}}
+		if k == 3 {
+			end := metav1.NewTime(t0.Add(25 * time.Second))
+			c.Spec.ApprovedBatch = 1
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "step 3/3: 10 of 10 canary pods available, baking: pause until 2026-03-01T12:00:25Z"
+			c.Status.BlueGreen.Active, c.Status.BlueGreen.ScaleDownTime = "checkout-canary", &end
+			c.Status.Analysis = nil
+			c.Status.Batches[0].State, c.Status.Batches[1].State = v1alpha1.BatchCompleted, v1alpha1.BatchCompleted
+			c.Status.Batches[2].State, c.Status.Batches[2].PauseEndTime = v1alpha1.BatchBaking, &end
+		}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
 // canaryAt is the Canary at a step of its release.
 func canaryAt(batch int32, phase v1alpha1.CanaryPhase, canaryAvailable int32, msg string) *v1alpha1.Canary {
 	return canary(func(c *v1alpha1.Canary) {
@@ -269,6 +304,8 @@ func TestStatusOnce(t *testing.T) {
 		{"canary-steps-baking", stepsCanary(nil), []string{"canary/checkout"}},
 		{"canary-steps-aborted", stepsCanary(abortedRelease), []string{"canary/checkout"}},
 		{"canary-steps-template-checks", stepsCanary(fromTemplate), []string{"canary/checkout"}},
+		{"canary-bluegreen-preview", blueGreenCanary(1, nil), []string{"canary/checkout"}},
+		{"canary-bluegreen-switched", blueGreenCanary(3, nil), []string{"canary/checkout"}},
 		{"deploy-progressing", deploy(nil), []string{"deploy/front"}},
 		{"deploy-deadline-exceeded", deploy(func(d *appsv1.Deployment) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "False", Reason: "ProgressDeadlineExceeded"}}

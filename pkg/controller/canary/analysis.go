@@ -24,7 +24,7 @@ type measured struct {
 // talks to a provider (Prometheus, the Job API, the pod cache); the plan then judges what it
 // measured (bake.go). A provider that cannot be built or reached counts as an error
 // measurement: retried, then inconclusive, never a pass.
-func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, view *analysisView, canaryDep *appsv1.Deployment, now time.Time) map[string]measured {
+func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, view *analysisView, pods releasePods, now time.Time) map[string]measured {
 	st := &cn.Status
 	k := st.CurrentBatch
 	if k < 1 || int(k) > len(st.Batches) || st.Abort != nil || cn.Spec.Rollback {
@@ -33,7 +33,7 @@ func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, view *ana
 	out := map[string]measured{}
 	// Background checks measure in every state of the release: between steps too.
 	for _, cs := range st.BackgroundAnalysis {
-		if m, ok := c.measureOne(ctx, cn, view.check(cs.Name), cs, "bg", canaryDep, now); ok {
+		if m, ok := c.measureOne(ctx, cn, view.check(cs.Name), cs, "bg", pods, now); ok {
 			out[backgroundKey+cs.Name] = m
 		}
 	}
@@ -41,7 +41,7 @@ func (c *Controller) measure(ctx context.Context, cn *v1alpha1.Canary, view *ana
 		return out
 	}
 	for _, cs := range st.Analysis {
-		if m, ok := c.measureOne(ctx, cn, view.check(cs.Name), cs, fmt.Sprint(k), canaryDep, now); ok {
+		if m, ok := c.measureOne(ctx, cn, view.check(cs.Name), cs, fmt.Sprint(k), pods, now); ok {
 			out[cs.Name] = m
 		}
 	}
@@ -55,7 +55,7 @@ const backgroundKey = "background/"
 // measureOne takes check's measurement if it is due; ok is false for a check that does not
 // measure (decided, or an entry whose template is unresolved). run tells the runs of one check
 // apart (the step's number, or "bg").
-func (c *Controller) measureOne(ctx context.Context, cn *v1alpha1.Canary, check *v1alpha1.AnalysisCheck, cs v1alpha1.AnalysisCheckStatus, run string, canaryDep *appsv1.Deployment, now time.Time) (measured, bool) {
+func (c *Controller) measureOne(ctx context.Context, cn *v1alpha1.Canary, check *v1alpha1.AnalysisCheck, cs v1alpha1.AnalysisCheckStatus, run string, pods releasePods, now time.Time) (measured, bool) {
 	if check == nil || check.TemplateRef != nil || (cs.Phase != v1alpha1.AnalysisRunning && cs.Phase != "") {
 		return measured{}, false
 	}
@@ -63,16 +63,19 @@ func (c *Controller) measureOne(ctx context.Context, cn *v1alpha1.Canary, check 
 	if cs.StartedAt != nil {
 		started = *cs.StartedAt
 	}
-	p, err := c.analysisEnv.Provider(check, analysis.Target{
-		Namespace:  cn.Namespace,
-		Owner:      *metav1.NewControllerRef(cn, controllerKind),
-		Run:        fmt.Sprintf("%s-%s-%s-%d", cn.Name, check.Name, run, started.Unix()),
-		CanaryPods: canaryPods(canaryDep),
-	})
+	var p analysis.Provider
+	var err error
+	if check.Provider.PodHealth != nil {
+		p, err = c.podHealth(ctx, cn.Namespace, pods) // release_pods.go: the new pods of any mode
+	} else {
+		p, err = c.analysisEnv.Provider(check, analysis.Target{
+			Namespace: cn.Namespace,
+			Owner:     *metav1.NewControllerRef(cn, controllerKind),
+			Run:       fmt.Sprintf("%s-%s-%s-%d", cn.Name, check.Name, run, started.Unix()),
+		})
+	}
 	if err != nil {
 		p = failing{err}
-	} else if check.Provider.PodHealth != nil {
-		p = expectPods{Provider: p, want: replicasOf(canaryDep)}
 	}
 	status, v := c.runner.Step(ctx, check, &cs, p, now)
 	return measured{status: status, next: v.NextMeasurement}, true

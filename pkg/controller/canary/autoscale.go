@@ -133,3 +133,14 @@ func (r *decision) refuseAutoscaled(dep string) bool {
 		hpa, dep, r.canary.Name))
 	return true
 }
+
+// followTotal scales a held Deployment target to the Canary's spec.replicas: once held, the
+// target's replicas are the Canary's, between releases as during one, so that an autoscaler
+// pointed at the Canary (the only way to autoscale a Deployment target: one on the Deployment
+// is refused by refuseAutoscaled) moves the Deployment at every time (docs/canary-targets.md,
+// "Autoscaling"). A scale of the Deployment by anyone else is set back, under the contest rule
+// of every write of its replicas. Only the first hold refuses a difference instead (InvalidSpec):
+// a new Canary must not resize a running Deployment that its author meant to describe.
+func (r *deploymentPlan) followTotal() {
+	r.scaleStable(r.canary.Spec.Replicas)
+}

@@ -200,3 +200,56 @@ func TestAutoscalerEventsEnqueueTheirCanary(t *testing.T) {
 		}
 	}
 }
+
+// A held Deployment target follows the Canary's total between releases (an autoscaler pointed
+// at the Canary scales it there): spec.replicas 2 → 4 scales the paused Deployment to 4, with no
+// condition; a scale of the Deployment by someone else is set back to the Canary's total. Only
+// the first hold refuses a difference, as InvalidSpec, and writes nothing to the Deployment.
+func TestHeldDeploymentTargetFollowsTheCanary(t *testing.T) {
+	f := heldTarget(t)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Replicas = 4 })
+	f.step(`patch deployments checkout {"spec":{"replicas":4}}`, "update canaries/status checkout")
+	c := f.status(v1alpha1.CanaryCompleted, 0)
+	if c.Status.Replicas != 4 || meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionDegraded) {
+		t.Errorf("status.replicas %d, conditions %+v: want 4, not Degraded", c.Status.Replicas, c.Status.Conditions)
+	}
+	f.pods("checkout", 4, 4, 4)
+	f.step("update canaries/status checkout") // the status counts the 4 available pods
+	f.settled()
+	f.editDeployment("checkout", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](7) })
+	f.step(`patch deployments checkout {"spec":{"replicas":4}}`)
+
+	first := depTargetCanary()
+	first.Spec.Replicas = 3
+	f = newFixture(t, first, newStable(2))
+	f.step("patch canaries checkout merge annotations", "update canaries/status checkout")
+	d := meta.FindStatusCondition(f.canary().Status.Conditions, v1alpha1.ConditionDegraded)
+	if d == nil || d.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(d.Message, `Deployment "checkout" has 2 replicas`) {
+		t.Errorf("first hold with 3 replicas for 2: Degraded %+v, want InvalidSpec", d)
+	}
+}
+
+// A total raised after a completed release (an autoscaler scaling the Canary) grows the canary
+// Deployment alone: the stable Deployment, whose template the release retired, stays at 0, and
+// the release stays Completed.
+func TestTotalRaisedAfterCompletionGrowsOnlyTheCanary(t *testing.T) {
+	cn := stepsCanary(func(s *v1alpha1.CanarySpec) { s.MaxSurge = ptr.To(intstr.FromInt32(2)) },
+		v1alpha1.CanaryStep{Replicas: intstr.FromString("100%")})
+	f := newFixture(t, cn, newStable(10))
+	f.step(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.playTotal(v1alpha1.CanaryCompleted, 2)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Replicas = 14 })
+	sizes := f.playTotal(v1alpha1.CanaryCompleted, 2)
+	for _, s := range sizes {
+		if !strings.HasSuffix(s, "+0") {
+			t.Errorf("sizes %v: the stable Deployment grew back after the release completed", sizes)
+			break
+		}
+	}
+	if c, s := specOf(f.deployment("checkout-canary")), specOf(f.deployment("checkout")); c != 14 || s != 0 {
+		t.Errorf("at 14 after completion: canary %d stable %d, want 14 and 0", c, s)
+	}
+	if st := f.canary().Status; st.Phase != v1alpha1.CanaryCompleted || st.Replicas != 14 {
+		t.Errorf("phase %s, status.replicas %d: %s", st.Phase, st.Replicas, st.Message)
+	}
+}

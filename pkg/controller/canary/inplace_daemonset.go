@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -429,4 +430,10 @@ func (d heldDaemonSet) unhold(ctx context.Context, c *Controller) (string, error
 	}
 	_, err = c.kubeClient.AppsV1().DaemonSets(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return fmt.Sprintf("DaemonSet %q is no longer held (updateStrategy %s again) and updates its pods by itself", d.Name, orig), err
+}
+
+// updatePods selects its pods of the update revision: the DaemonSet controller labels each pod
+// with its revision's hash (controller-revision-hash). Listed from the API server.
+func (t *daemonSetTarget) updatePods() (labels.Selector, bool) {
+	return revisionSelector(t.Spec.Selector, appsv1.ControllerRevisionHashLabelKey, t.update), false
 }

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -182,4 +183,11 @@ func (s heldStatefulSet) midRelease() string {
 func (s heldStatefulSet) unhold(ctx context.Context, c *Controller) (string, error) {
 	_, err := c.kubeClient.AppsV1().StatefulSets(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, partition.StatefulSetPatch(0), metav1.PatchOptions{})
 	return fmt.Sprintf("StatefulSet %q is no longer held (partition %d → 0) and updates its pods by itself again", s.Name, partition.StatefulSet(s.StatefulSet)), err
+}
+
+// updatePods selects its pods of the update revision: kube-controller-manager labels each pod
+// with the name of its revision (controller-revision-hash). Its pods are not the agent's: they
+// are listed from the API server.
+func (t statefulSetTarget) updatePods() (labels.Selector, bool) {
+	return revisionSelector(t.Spec.Selector, appsv1.ControllerRevisionHashLabelKey, t.Status.UpdateRevision), false
 }

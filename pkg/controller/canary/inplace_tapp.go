@@ -8,10 +8,12 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/tapp"
 	appsinformers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
 )
@@ -200,4 +202,14 @@ func (t heldTApp) midRelease() string {
 func (t heldTApp) unhold(ctx context.Context, c *Controller) (string, error) {
 	err := c.patchTAppPartition(ctx, t.Namespace, t.Name, 0)
 	return fmt.Sprintf("TApp %q is no longer held (partition %d → 0) and updates its instances by itself again", t.Name, partition.TApp(t.TApp)), err
+}
+
+// updatePods selects its instances made from (or updated in place to) spec.template: the TApp
+// controller labels each pod with the hash of its template. TApp pods carry the managed-by label:
+// the agent's pod informer holds them.
+func (t tappTarget) updatePods() (labels.Selector, bool) {
+	return labels.SelectorFromSet(labels.Set{
+		v1alpha1.LabelTAppName:     t.Name,
+		v1alpha1.LabelTemplateHash: tapp.TemplateHash(&t.Spec.Template),
+	}), true
 }

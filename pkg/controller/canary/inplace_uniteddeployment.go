@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
@@ -225,4 +226,14 @@ func (u heldUnitedDeployment) midRelease() string {
 func (u heldUnitedDeployment) unhold(ctx context.Context, c *Controller) (string, error) {
 	_, err := c.client.AppsV1alpha1().UnitedDeployments(u.Namespace).Patch(ctx, u.Name, types.MergePatchType, partition.ClearSubsetsPatch(), metav1.PatchOptions{})
 	return fmt.Sprintf("UnitedDeployment %q is no longer held (its partitions removed) and updates its subsets by itself again", u.Name), err
+}
+
+// updatePods selects its pods of the update revision, in every subset: the UnitedDeployment
+// controller labels them with the revision their subset workload was made from. They carry the
+// managed-by label: the agent's pod informer holds them.
+func (t unitedDeploymentTarget) updatePods() (labels.Selector, bool) {
+	return labels.SelectorFromSet(labels.Set{
+		v1alpha1.LabelUnitedDeploymentName: t.Name,
+		v1alpha1.LabelRevision:             t.Status.UpdatedRevision,
+	}), true
 }

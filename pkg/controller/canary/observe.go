@@ -4,6 +4,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,9 @@ type observed struct {
 	// owned by another object (the plan refuses to touch it then).
 	canaryDep *appsv1.Deployment
 	traffic   *trafficObserved // spec.trafficRouting's route and Services (pair_traffic.go)
+	// activeSvc and previewSvc are spec.blueGreen's Services, nil when they do not exist
+	// (release_bluegreen.go).
+	activeSvc, previewSvc *corev1.Service
 	// autoscaler names a HorizontalPodAutoscaler of the Deployment whose replicas the release
 	// sets, "" when none does (autoscale.go).
 	autoscaler string

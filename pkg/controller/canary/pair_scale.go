@@ -26,6 +26,12 @@ func (r *pairPlan) scale(target int32, hold bool) {
 	replicas := r.canary.Spec.Replicas
 	stable := replicasOf(r.stable)
 	want := max(0, replicas-min(r.canaryCapacity(), target))
+	if r.completed() {
+		// Every step is done: the stable template is retired, and a total raised now (an
+		// autoscaler) is the canary's alone to cover, as a Deployment's own scale-up would be
+		// (docs/canary.md, "Autoscaling").
+		want = min(want, stable)
+	}
 	grow := min(max(0, want-stable), r.surgeRoom())
 
 	trusted := r.growCanary(target, hold, r.surgeRoom()-grow)

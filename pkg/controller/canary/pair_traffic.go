@@ -45,7 +45,7 @@ type trafficPlan struct {
 // stable weight needs. The route is written before any Deployment write of the sync (execute),
 // so an abort takes the canary's traffic away before it scales anything.
 func (r *pairPlan) route() {
-	if r.obs.traffic == nil {
+	if r.obs.traffic == nil || r.names.template == nil { // nil: a Deployment target refused before its release began
 		return
 	}
 	t := &trafficPlan{obs: r.obs.traffic}
@@ -60,6 +60,10 @@ func (r *pairPlan) route() {
 	if t.patch, err = traffic.Plan(t.obs.route, r.services(), traffic.Desired{CanaryWeight: t.weight, Matches: t.matches}); err != nil {
 		t.reason, t.message = v1alpha1.ReasonHTTPRouteInvalid, err.Error()
 		r.holdWrites(func(deploymentWrite) bool { return true })
+		return
+	}
+	if r.handingBack {
+		r.boundCanary(t.current.CanaryWeight) // deployment_traffic.go
 		return
 	}
 	if t.current.CanaryWeight > 0 || t.current.HeaderRule >= 0 {
@@ -94,10 +98,14 @@ func (r *pairPlan) checkTraffic() (reason, message string) {
 				svc.Name, rollout, argoManagedByRollouts, argoPodTemplateHash)
 		}
 	}
-	canaryLabels := r.canary.Spec.Canary.Template.Labels
+	canaryLabels := r.names.template.Labels
 	switch {
 	case r.stable != nil && !selects(t.obs.stableSvc, r.stable.Spec.Template.Labels):
 		return v1alpha1.ReasonServiceSelector, fmt.Sprintf("stable Service %q does not select the pods of stable Deployment %q", g.StableService, r.stable.Name)
+	case selects(t.obs.stableSvc, canaryLabels) && r.canary.Spec.TargetRef != nil:
+		return v1alpha1.ReasonServiceSelector, fmt.Sprintf(
+			"stable Service %q also selects the canary Deployment's pods: select a label of Deployment %q's pods that canary Service %q selects with another value (track: stable beside track: canary)",
+			g.StableService, r.stable.Name, g.CanaryService)
 	case selects(t.obs.stableSvc, canaryLabels):
 		return v1alpha1.ReasonServiceSelector, fmt.Sprintf("stable Service %q also selects the canary's pods: its weight would reach them (add a label that tells them apart)", g.StableService)
 	case !selects(t.obs.canarySvc, canaryLabels):
@@ -130,6 +138,8 @@ func (r *pairPlan) desiredTraffic() (int32, []v1alpha1.CanaryHeaderMatch) {
 		return r.traffic.current.CanaryWeight, nil
 	case r.rollsBack() || st.CurrentBatch == 0 || avail == 0:
 		return 0, nil
+	case r.handingBack:
+		return r.handBackWeight(), nil // deployment_traffic.go
 	case r.phase == v1alpha1.CanaryCompleted:
 		return 100, nil
 	}

@@ -76,7 +76,13 @@ func trafficCanary(weight *int32, matches []v1alpha1.CanaryHeaderMatch, edit fun
 }
 
 func newTrafficFixture(t *testing.T, cn *v1alpha1.Canary, route *gatewayv1.HTTPRoute, services ...*corev1.Service) *trafficFixture {
-	f := &trafficFixture{fixture: newFixture(t, cn, newStable(10))}
+	return withTraffic(t, newFixture(t, cn, newStable(10)), route, services...)
+}
+
+// withTraffic adds the route and the Services to a fixture, and the traffic clients to its
+// controller.
+func withTraffic(t *testing.T, base *fixture, route *gatewayv1.HTTPRoute, services ...*corev1.Service) *trafficFixture {
+	f := &trafficFixture{fixture: base}
 	for _, s := range services {
 		if err := f.kube.Tracker().Add(s); err != nil {
 			t.Fatal(err)

@@ -90,6 +90,8 @@ type releasePlan interface {
 // releaseFor is the release mode spec describes: the only place that tells them apart.
 func releaseFor(cn *v1alpha1.Canary) release {
 	switch ref := cn.Spec.TargetRef; {
+	case cn.Spec.BlueGreen != nil && ref == nil:
+		return blueGreenRelease{}
 	case ref == nil:
 		return pairRelease{}
 	case ref.Kind == kindDeployment:

@@ -57,8 +57,8 @@ func (deploymentRelease) target(cn *v1alpha1.Canary) *v1alpha1.CanaryTargetRef {
 }
 
 // observe reads the target Deployment and the temporary canary Deployment (nil when they do
-// not exist), and who holds the target.
-func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed) error {
+// not exist), who holds the target, and what spec.trafficRouting names.
+func (deploymentRelease) observe(ctx context.Context, c *Controller, obs *observed) error {
 	cn := obs.canary
 	var err error
 	if obs.stable, err = c.deployment(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
@@ -68,7 +68,10 @@ func (deploymentRelease) observe(_ context.Context, c *Controller, obs *observed
 		return err
 	}
 	obs.targetHolder = c.holder(cn)
-	obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.TargetRef.Name)
+	if obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
+		return err
+	}
+	obs.traffic, err = c.observeTraffic(ctx, cn)
 	return err
 }
 
@@ -89,6 +92,8 @@ type deploymentPlan struct {
 	abortedRevision string
 	// depWrites are the pauses and deletions decided, made before the pair's writes.
 	depWrites []depTargetWrite
+	// firstHold: the target is held for the first time this sync (its template just recorded).
+	firstHold bool
 }
 
 // begin refuses a target it cannot release, hands the target and the temporary canary
@@ -115,7 +120,7 @@ func (r *deploymentPlan) begin() course {
 	case r.refuseAutoscaled(ref.Name): // autoscale.go
 		return decided
 	}
-	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template)}
+	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template, r.obs.traffic)}
 	r.stable, r.canaryDep = d, r.obs.canaryDep
 
 	snap, err := recordedSnapshot(cn)
@@ -177,6 +182,7 @@ func (r *deploymentPlan) settle() {
 	if !r.completed() || !stableGone(r.stable) {
 		return
 	}
+	r.handingBack = true
 	r.recordStable()
 	r.setPaused(false)
 	r.handOverMessage()
@@ -187,6 +193,7 @@ func (r *deploymentPlan) settle() {
 // hold keeps a target with nothing to release held, handing it over first when a temporary
 // canary Deployment is left from the release.
 func (r *deploymentPlan) hold() {
+	r.handingBack = true
 	if r.canaryDep != nil {
 		r.handOver()
 		return
@@ -245,13 +252,15 @@ type depTargetWrite struct {
 
 // temporaryTemplate is the template of the temporary canary Deployment: the target's, with the
 // label naming the Canary, which its selector adds to the target's labels so that the two
-// Deployments never select each other's pods for their own.
-func temporaryTemplate(canary string, t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+// Deployments never select each other's pods for their own; with traffic routing, its labels
+// are made to match the canary Service and not the stable one (trafficLabels).
+func temporaryTemplate(canary string, t *corev1.PodTemplateSpec, tr *trafficObserved) *corev1.PodTemplateSpec {
 	out := t.DeepCopy()
 	out.Labels = maps.Clone(out.Labels)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
+	trafficLabels(out.Labels, tr)
 	out.Labels[v1alpha1.LabelCanaryName] = canary
 	return out
 }
@@ -279,6 +288,7 @@ func (r *deploymentPlan) holdFirst() {
 		return
 	}
 	r.recordStable()
+	r.firstHold = true
 	r.holdDeploymentTarget()
 }
 
@@ -315,10 +325,13 @@ func (r *deploymentPlan) setPaused(paused bool) {
 func (r *deploymentPlan) holdDeploymentTarget() {
 	d, cn, st := r.stable, r.canary, &r.status
 	if replicasOf(d) != cn.Spec.Replicas {
-		r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
-			"spec.replicas is %d but Deployment %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
-			cn.Spec.Replicas, d.Name, replicasOf(d), replicasOf(d)))
-		return
+		if r.firstHold {
+			r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+				"spec.replicas is %d but Deployment %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
+				cn.Spec.Replicas, d.Name, replicasOf(d), replicasOf(d)))
+			return
+		}
+		r.followTotal() // autoscale.go
 	}
 	r.setPaused(true)
 	n := int32(len(r.steps))

@@ -73,6 +73,10 @@ type pairPlan struct {
 
 	canaryNew  bool // the canary Deployment is created in this sync: its status says nothing yet
 	stableRest bool // the stable Deployment is written in this sync: wait to see its status
+	// handingBack: no step runs; traffic goes back to the stable Deployment as its pods become
+	// available, the canary keeping the pods its weight needs (a Deployment target's hand-over
+	// and hold, deployment_traffic.go).
+	handingBack bool
 
 	// writes are the Deployment writes decided, in order.
 	writes []deploymentWrite
@@ -163,7 +167,10 @@ func (r *pairPlan) canaryAvailable() int32 {
 	if r.canaryDep == nil || r.canaryNew {
 		return 0
 	}
-	return r.canaryDep.Status.AvailableReplicas
+	// Pods above its spec are ones a scale-down (a total lowered by an autoscaler) removes but its
+	// status, computed before they went, still counts: any of them may be an available one.
+	d := r.canaryDep
+	return max(0, d.Status.AvailableReplicas-max(0, d.Status.Replicas-replicasOf(d)))
 }
 
 // stableReplicas is the stable Deployment's replicas.
@@ -250,7 +257,7 @@ func (r *pairPlan) degradedSpec() bool {
 			"spec.canary.template.metadata.labels is empty: the labels are the canary Deployment's selector")
 		return true
 	}
-	if r.canaryDep != nil && !templateLabelsSelected(r.canaryDep.Spec.Selector, &cn.Spec.Canary.Template) {
+	if r.canaryDep != nil && !templateLabelsSelected(r.canaryDep.Spec.Selector, r.names.template) { // the template as the planner writes it
 		r.setDegraded(v1alpha1.ReasonSelectorMismatch, fmt.Sprintf(
 			"the labels of spec.canary.template no longer match the selector of Deployment %q, which cannot change: restore the labels, or delete that Deployment to have it created again",
 			cn.Spec.Canary.Name))

@@ -119,11 +119,16 @@ func TestPlanRequeuesAtTheEndOfAPause(t *testing.T) {
 // informer would.
 func canaryPodLister(t *testing.T, restarts ...int32) corelisters.PodLister {
 	t.Helper()
+	return podLister(t, map[string]string{"app": "checkout", "track": "canary", v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent}, restarts...)
+}
+
+// podLister serves ready canary pods with the given labels and restarts each.
+func podLister(t *testing.T, labels map[string]string, restarts ...int32) corelisters.PodLister {
+	t.Helper()
 	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for i, n := range restarts {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("checkout-canary-%d", i), Namespace: ns,
-				Labels: map[string]string{"app": "checkout", "track": "canary", v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("checkout-canary-%d", i), Namespace: ns, Labels: labels},
 			Status: corev1.PodStatus{
 				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 				ContainerStatuses: []corev1.ContainerStatus{{Name: "checkout", Ready: true, RestartCount: n}},

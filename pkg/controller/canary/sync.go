@@ -62,7 +62,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		return err
 	}
 	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
-	obs.measured = c.measure(ctx, cn, obs.analysis, obs.canaryDep, now.Time)
+	obs.measured = c.measure(ctx, cn, obs.analysis, podsToMeasure(obs), now.Time)
 	r := computePlan(obs, now)
 	fail, writeErr := c.execute(ctx, r, &bases)
 	if writeErr != nil && fail == nil {

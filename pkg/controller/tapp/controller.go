@@ -2,6 +2,7 @@ package tapp
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,14 @@ const (
 type Controller struct {
 	kubeClient kubernetes.Interface
 	client     versioned.Interface
+	// statusClient writes statuses, through a client budget of their own (ctrl.Context.Statuses).
+	statusClient versioned.Interface
 
+	// Base holds the main queue, fed by TApp events; status the status queue, fed by pod events
+	// (statusqueue.go); running keeps the two from syncing one TApp at once.
 	*base.Base
+	status  *base.Base
+	running *exclusive
 
 	tappLister     appslisters.TAppLister
 	podLister      corelisters.PodLister
@@ -65,8 +72,11 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	revisionInformer := c.ManagedInformers.Apps().V1().ControllerRevisions()
 	ctl := &Controller{
 		Base:           base.New(ControllerName, Kind, c.EventRecorder(EventComponent)),
+		status:         base.New(StatusQueueName, Kind, c.EventRecorder(EventComponent)),
+		running:        newExclusive(),
 		kubeClient:     c.KubeClient,
 		client:         c.Client,
+		statusClient:   c.Statuses(),
 		tappLister:     tappInformer.Lister(),
 		podLister:      podInformer.Lister(),
 		pvcLister:      pvcInformer.Lister(),
@@ -77,7 +87,9 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 		statuses:       expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
 		clock:          c.Clock,
 	}
-	owners := base.NewOwners(ctl.Base, func(namespace, name string) (*appsv1alpha1.TApp, error) {
+	// Pod events go to the status queue, which hands the key to the main queue when the sync
+	// has more to write than the status.
+	owners := base.NewOwners(ctl.status, func(namespace, name string) (*appsv1alpha1.TApp, error) {
 		return ctl.tappLister.TApps(namespace).Get(name)
 	})
 	ctl.podEvents = owners.Handler(base.OwnedEvents[*appsv1alpha1.TApp]{
@@ -99,13 +111,18 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	// PVCs and revisions are read, never watched for changes: the informers only have to have
 	// synced.
 	ctl.WaitFor(pvcInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced)
+	ctl.status.WaitFor(tappInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
+		pvcInformer.Informer().HasSynced, revisionInformer.Informer().HasSynced)
 	return ctl, nil
 }
 
-// Run waits for the caches, starts workers and blocks until ctx is done; then it shuts the queue
-// down and returns once the workers have finished their items.
+// Run waits for the caches, starts workers on both queues and blocks until ctx is done; then it
+// shuts the queues down and returns once the workers have finished their items.
 func (c *Controller) Run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	wg.Go(func() { c.status.Run(ctx, workers, c.syncStatus) })
 	c.Base.Run(ctx, workers, c.syncHandler)
+	wg.Wait()
 }
 
 // podDeleted records a pod of t as gone, and forgets the writes to it still awaited.

@@ -29,9 +29,9 @@ import (
 // errExists says a pod to create exists already and belongs to the TApp.
 var errExists = errors.New("pod exists already")
 
-// syncHandler reconciles one TApp, reading only from the listers. It returns an error to have the
-// key retried with backoff.
-func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
+// sync reconciles one TApp, reading only from the listers. It returns an error to have the key
+// retried with backoff.
+func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("tapp", name.String())
 	ctx = klog.NewContext(ctx, logger)
 	key := name.String()
@@ -59,12 +59,10 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	// runs (e.g. during its status patches) comes with a cache change that the pod list read here
 	// may not show, and a plan from that list would create or delete the same pods again. The
 	// next sync, queued by that observation, reads a cache that has caught up.
-	needsSync := c.expectations.SatisfiedExpectations(key)
-	pods, err := c.getPods(t)
+	needsSync, pods, templates, err := c.observe(t, key)
 	if err != nil {
 		return err
 	}
-	templates := newTemplateSet(t)
 
 	var fail *failure
 	var manageErr error
@@ -85,6 +83,11 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	}
 
 	rev := c.syncRevisions(ctx, t)
+	if namespaceTerminating(rev.err) {
+		// As for pods (createPods): the TApp goes with its namespace, nothing to report or retry.
+		klog.FromContext(ctx).V(2).Info("The namespace is being deleted; revision not recorded", "err", rev.err)
+		rev.err = nil
+	}
 	manageErr = errors.Join(manageErr, rev.err)
 	if rev.err != nil && fail == nil {
 		// A refused revision write is a failed child write like any other: a condition, not
@@ -101,6 +104,17 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 		c.Queue.AddAfter(name, p.requeueAfter)
 	}
 	return manageErr
+}
+
+// observe reads what a sync plans from, expectations first (see sync): whether the sync may
+// create and delete pods, the TApp's pods by instance id, its templates.
+func (c *Controller) observe(t *appsv1alpha1.TApp, key string) (bool, map[int]*corev1.Pod, *templateSet, error) {
+	needsSync := c.expectations.SatisfiedExpectations(key)
+	pods, err := c.getPods(t)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	return needsSync, pods, newTemplateSet(t), nil
 }
 
 // wantedInstances is how many instances should run: replicas less the killed ones.
@@ -207,8 +221,8 @@ func (c *Controller) manage(ctx context.Context, t *appsv1alpha1.TApp, key strin
 	}
 	note(appsv1alpha1.ReasonFailedUpdate, c.updateInPlace(ctx, t, templates, p.inPlace))
 
-	if fail == nil && len(p.problems) > 0 {
-		fail = &failure{reason: appsv1alpha1.ReasonTemplateNotFound, message: strings.Join(p.problems, "; ")}
+	if fail == nil {
+		fail = p.failure(true)
 	}
 	return fail, errors.Join(errs...)
 }
@@ -651,7 +665,7 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 	cp := t.DeepCopy()
 	cp.ResourceVersion = version
 	cp.Status = status
-	out, err := c.client.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	out, err := c.statusClient.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
 		c.statuses.Forget(key)
 		return err

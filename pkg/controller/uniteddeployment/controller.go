@@ -34,6 +34,8 @@ var controllerKind = appsv1alpha1.SchemeGroupVersion.WithKind(Kind)
 type Controller struct {
 	*base.Base
 	client versioned.Interface
+	// statusClient writes statuses, through a client budget of their own (ctrl.Context.Statuses).
+	statusClient versioned.Interface
 
 	udLister       listers.UnitedDeploymentLister
 	revisionLister appslisters.ControllerRevisionLister
@@ -70,6 +72,7 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	ctl := &Controller{
 		Base:           base.New(ControllerName, Kind, c.EventRecorder(EventComponent)),
 		client:         c.Client,
+		statusClient:   c.Statuses(),
 		udLister:       udInformer.Lister(),
 		revisionLister: revisionInformer.Lister(),
 		podLister:      podInformer.Lister(),

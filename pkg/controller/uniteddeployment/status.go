@@ -192,7 +192,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, obs *observati
 	u := obs.ud.DeepCopy()
 	u.ResourceVersion = obs.statusVersion
 	u.Status = *status
-	out, err := c.client.AppsV1alpha1().UnitedDeployments(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	out, err := c.statusClient.AppsV1alpha1().UnitedDeployments(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		c.statuses.Forget(key)
 		return err

@@ -21,7 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	localcluster.RunTestMain(m, localcluster.Options{CRDDir: localcluster.RepoPath("config", "crd")})
+	// Autoscaling: the HorizontalPodAutoscaler tests (hpa_test.go) need the HPA controller and the
+	// aggregation layer; with no HorizontalPodAutoscaler the others do not notice them.
+	localcluster.RunTestMain(m, localcluster.Options{CRDDir: localcluster.RepoPath("config", "crd"), Autoscaling: true})
 }
 
 // 10 replicas in 4 batches (1, 4, 7, 10 canary pods) with each pauseType: the release pauses

@@ -52,8 +52,14 @@ type env struct {
 // stopped agent left on the Canaries, as the package documentation tells.
 func setup(t *testing.T) *env {
 	t.Helper()
+	return setupWith(t, stableDeployment())
+}
+
+// setupWith is setup with the stable Deployment given.
+func setupWith(t *testing.T, stable *appsv1.Deployment) *env {
+	t.Helper()
 	e := &env{Env: e2eenv.Setup(t)}
-	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, stableDeployment(), metav1.CreateOptions{}); err != nil {
+	if _, err := e.Kube.AppsV1().Deployments(e.NS).Create(e.Ctx, stable, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitDeployments("the stable Deployment to have 10 available pods", func(stable, _ *appsv1.Deployment) bool {

@@ -266,8 +266,8 @@ func TestStatefulSetTargetRefusals(t *testing.T) {
 	e.waitStatefulSet("released by the deleted Canary", func(s *appsv1.StatefulSet) bool { return partitionOf(s) == 0 })
 }
 
-// The schema refuses a targetRef beside stableRef, a kind it cannot release and a podHealth
-// check with a target, naming the field.
+// The schema refuses a targetRef beside stableRef, a kind it cannot release and traffic
+// routing with a StatefulSet target, naming the field and the kind.
 func TestStatefulSetTargetSchema(t *testing.T) {
 	e := &env{Env: e2eenv.Setup(t)}
 	base := func() *v1alpha1.Canary {
@@ -281,13 +281,13 @@ func TestStatefulSetTargetSchema(t *testing.T) {
 	both.Spec.StableRef = v1alpha1.StableRef{Name: "web"}
 	kind := base()
 	kind.Spec.TargetRef.Kind = "ReplicaSet"
-	health := base()
-	health.Spec.Batches, health.Spec.Steps = nil, []v1alpha1.CanaryStep{step(intstr.FromInt32(2), nil, "health")}
-	health.Spec.Analysis = []v1alpha1.AnalysisCheck{{Name: "health", Provider: v1alpha1.AnalysisProvider{PodHealth: &v1alpha1.PodHealthProvider{}}}}
+	routed := base()
+	routed.Spec.TrafficRouting = &v1alpha1.CanaryTrafficRouting{GatewayAPI: v1alpha1.GatewayAPITrafficRouting{
+		HTTPRoute: "web", StableService: "web", CanaryService: "web-canary"}}
 	for want, c := range map[string]*v1alpha1.Canary{
-		"set either targetRef":                                 both,
-		`spec.targetRef.kind: Unsupported value: "ReplicaSet"`: kind,
-		"podHealth checks the canary Deployment's pods":        health,
+		"set either targetRef":                                                       both,
+		`spec.targetRef.kind: Unsupported value: "ReplicaSet"`:                       kind,
+		"trafficRouting needs stableRef and canary, or targetRef of kind Deployment": routed,
 	} {
 		_, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, c, metav1.CreateOptions{})
 		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {

@@ -53,16 +53,21 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.targetRef) ? !has(self.stableRef) && !has(self.canary) : has(self.stableRef) && has(self.canary)",message="set either targetRef (release a workload in place) or both stableRef and canary (release between two Deployments), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.stableRef) || !has(self.canary) || self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
-// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.trafficRouting)",message="trafficRouting works with stableRef and canary only: a targetRef's pods are released in place behind one Service"
-// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.analysis) || self.analysis.all(a, !has(a.provider) || !has(a.provider.podHealth))",message="podHealth checks the canary Deployment's pods and needs stableRef and canary: with targetRef use a prometheus or job check"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.trafficRouting) || self.targetRef.kind == 'Deployment'",message="trafficRouting needs stableRef and canary, or targetRef of kind Deployment: a StatefulSet, TApp, UnitedDeployment or DaemonSet target updates its pods in place, so no Service can hold its canary pods apart from its stable ones"
 // +kubebuilder:validation:XValidation:rule="has(self.targetRef) || has(self.replicas)",message="spec.replicas is required with stableRef and canary: it is the total the two Deployments serve (an autoscaler sets it through the Canary's scale subresource)"
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.targetRef) || self.targetRef.kind != 'Deployment'",message="spec.replicas is required with targetRef of kind Deployment: the agent scales that Deployment down as the canary grows, so its replicas cannot give the total"
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.batchSizes) || self.batchSizes.all(b, type(b) == string)",message="batchSizes must be percentages when spec.replicas is absent: the total follows targetRef's replicas, so a fixed number of pods could exceed it"
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.batchSizes) || self.batchSizes[self.batchSizes.size() - 1] == '100%'",message="the last of batchSizes must be \"100%\""
-// +kubebuilder:validation:XValidation:rule="[has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
+// +kubebuilder:validation:XValidation:rule="has(self.blueGreen) || [has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || [has(self.steps), has(self.batches), has(self.batchSizes), has(self.maxSurge)].all(x, !x)",message="blueGreen cannot be set with steps, batches, batchSizes or maxSurge: a blue-green release brings the new version up at full size and switches at once"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || !has(self.targetRef)",message="blueGreen works with stableRef and canary: not with targetRef yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || !has(self.trafficRouting)",message="blueGreen switches by the selectors of blueGreen.activeService and previewService: trafficRouting cannot be set with it yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || !has(self.blueGreen.prePromotionAnalysis) || self.blueGreen.prePromotionAnalysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n))",message="every name in blueGreen.prePromotionAnalysis must be the name of a check in spec.analysis"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || !has(self.blueGreen.postPromotionAnalysis) || self.blueGreen.postPromotionAnalysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n))",message="every name in blueGreen.postPromotionAnalysis must be the name of a check in spec.analysis"
+// +kubebuilder:validation:XValidation:rule="!has(self.blueGreen) || !has(self.blueGreen.previewReplicas) || self.blueGreen.previewReplicas <= self.replicas",message="blueGreen.previewReplicas cannot be more than spec.replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.pauseType == 'First'",message="pauseType applies to batches and batchSizes only: with steps, give each step its own pause"
 // +kubebuilder:validation:XValidation:rule="!has(self.backgroundAnalysis) || (has(self.analysis) && self.backgroundAnalysis.analysis.all(n, self.analysis.exists(a, a.name == n)))",message="every name in backgroundAnalysis.analysis must be the name of an entry of spec.analysis"
-// +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
+// +kubebuilder:validation:XValidation:rule="!has(self.analysis) || has(self.steps) || has(self.blueGreen)",message="analysis needs steps: a step names the checks that run while it bakes (steps[].analysis)"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || s.analysis.all(n, has(self.analysis) && self.analysis.exists(a, a.name == n)))",message="every name in steps[].analysis must be the name of a check in spec.analysis"
 // +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="progressDeadlineSeconds must be greater than minReadySeconds: a pod could never become available in time"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || !has(self.replicas) || self.steps.all(s, !has(s.replicas) || type(s.replicas) == string || s.replicas <= self.replicas)",message="steps[].replicas cannot be more than spec.replicas"
@@ -116,11 +121,11 @@ type CanarySpec struct {
 	// MaxSurge is how many pods above spec.replicas the stable and canary Deployments may run
 	// together during the release (an integer, or a percentage of replicas rounded up). A step
 	// larger than that is reached in sub-steps. Defaults to 25%; it must allow at least one pod,
-	// since available capacity never drops below spec.replicas.
+	// since available capacity never drops below spec.replicas. Not with blueGreen, whose peak is
+	// twice spec.replicas by nature.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="maxSurge must be a positive integer or a percentage from 1% to 100%: with no surge a release could not start without dropping below spec.replicas"
-	// +kubebuilder:default="25%"
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 
@@ -216,6 +221,12 @@ type CanarySpec struct {
 	// TrafficRouting moves traffic by weight through an HTTPRoute (docs/traffic.md).
 	// +optional
 	TrafficRouting *CanaryTrafficRouting `json:"trafficRouting,omitempty"`
+
+	// BlueGreen releases the new version beside the old one at full size and switches every
+	// request to it at once, instead of steps (docs/canary.md, "Blue-green"). Set it instead of
+	// steps, batches and batchSizes.
+	// +optional
+	BlueGreen *CanaryBlueGreen `json:"blueGreen,omitempty"`
 
 	// DynamicStableScale, with trafficRouting, shrinks the stable Deployment as its weight falls
 	// (never below what its weight needs) instead of only as canary pods become available.
@@ -397,6 +408,10 @@ type CanaryStatus struct {
 	// StableAvailable is the number of available stable pods.
 	// +optional
 	StableAvailable int32 `json:"stableAvailable"`
+
+	// BlueGreen says where the Services of spec.blueGreen point; nil without it.
+	// +optional
+	BlueGreen *CanaryBlueGreenStatus `json:"blueGreen,omitempty"`
 
 	// Analysis is the state of the current step's checks: the last measurements and verdicts.
 	// Templates expand to several checks each, so a step may run more checks than

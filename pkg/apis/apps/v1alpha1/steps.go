@@ -37,8 +37,11 @@ type ReleaseStep struct {
 // of every replica without pause follows, so a release always ends with the stable Deployment
 // empty. spec.batches and spec.batchSizes are shorthands: their batch plan (CanaryBatchPlan) as
 // steps, each pausing until a promote as spec.pauseType says (First: after step 1; All: after
-// every step but the last; None: never).
+// every step but the last; None: never). spec.blueGreen is written as steps too (BlueGreenSteps).
 func CanarySteps(spec *CanarySpec) ([]ReleaseStep, error) {
+	if spec.BlueGreen != nil {
+		return BlueGreenSteps(spec), nil
+	}
 	if len(spec.Steps) == 0 {
 		return shorthandSteps(spec)
 	}

@@ -1,0 +1,138 @@
+package tapp
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
+	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
+)
+
+// StatusQueueName names the queue of the syncs that only write a status, in logs and metrics.
+const StatusQueueName = ControllerName + "-status"
+
+// The status queue (docs/tapp.md, "Status lag"). Pod events go to a queue of their own, whose
+// workers sync a TApp only as far as its status: when the plan of that sync writes nothing else,
+// they write the status (through the status client's budget); otherwise they hand the key to the
+// main queue, whose sync does everything as before. So a pod turning Ready is answered by a status
+// write at once instead of after every TApp queued before it, each of which may wait for the pod
+// client's rate limiter; and the status written is the sync's own (computeStatus), not a second
+// derivation of it.
+
+// exclusive keeps the two queues from syncing one key at once (each workqueue keeps its own keys
+// apart, not the other's): a sync that finds its key taken leaves it to be queued again, on its
+// own queue, when the running sync ends.
+type exclusive struct {
+	mu      sync.Mutex
+	running map[string][]func()
+}
+
+func newExclusive() *exclusive { return &exclusive{running: map[string][]func(){}} }
+
+// begin takes key, or, when a sync of it runs, records again to be called when that sync ends
+// and returns false.
+func (x *exclusive) begin(key string, again func()) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if waiting, ok := x.running[key]; ok {
+		x.running[key] = append(waiting, again)
+		return false
+	}
+	x.running[key] = nil
+	return true
+}
+
+// end releases key and calls what was left to be called (outside the lock).
+func (x *exclusive) end(key string) {
+	x.mu.Lock()
+	again := x.running[key]
+	delete(x.running, key)
+	x.mu.Unlock()
+	for _, f := range again {
+		f()
+	}
+}
+
+// syncHandler is the main queue's sync, exclusive of the status queue's.
+func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
+	if !c.running.begin(name.String(), func() { c.Queue.Add(name) }) {
+		return nil
+	}
+	defer c.running.end(name.String())
+	return c.sync(ctx, name)
+}
+
+// syncStatus is the status queue's sync: the status of a TApp whose sync would write nothing
+// else, or the key handed to the main queue.
+func (c *Controller) syncStatus(ctx context.Context, name cache.ObjectName) error {
+	key := name.String()
+	if !c.running.begin(key, func() { c.status.Queue.Add(name) }) {
+		return nil
+	}
+	defer c.running.end(key)
+	namespace, tappName := name.Parts()
+	t, err := c.tappLister.TApps(namespace).Get(tappName)
+	if err != nil || t.DeletionTimestamp != nil || t.Spec.AutoDeleteUnusedTemplate || validateSelector(t) != nil {
+		// A deleted TApp, templates to prune, a selector to report: the main sync's.
+		c.Queue.Add(name)
+		return nil
+	}
+	now := c.clock.Now()
+	needsSync, pods, templates, err := c.observe(t, key)
+	if err != nil {
+		return err
+	}
+	p := computePlan(t, templates, pods, now, c.writes.inFlight)
+	rev, recorded := c.recordedRevisions(t)
+	if p.writes(needsSync) || !recorded {
+		c.Queue.Add(name)
+		return nil
+	}
+	status, held := computeStatus(t, templates, pods, now, p.failure(needsSync))
+	setRevisionStatus(&status, t, rev, held)
+	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
+	if err := c.updateStatus(ctx, t, status); err != nil {
+		return err
+	}
+	if p.requeueAfter > 0 {
+		c.Queue.AddAfter(name, p.requeueAfter)
+	}
+	return nil
+}
+
+// writes reports whether manage would write anything for the plan (needsSync: whether it may
+// create, delete and update pods).
+func (p *plan) writes(needsSync bool) bool {
+	if len(p.stuck) > 0 || len(p.markReady) > 0 {
+		return true
+	}
+	return needsSync && (len(p.creates) > 0 || len(p.deletes) > 0 || len(p.inPlace) > 0)
+}
+
+// failure is the ReplicaFailure of a plan that writes nothing: its problems, reported by manage
+// only when it may act.
+func (p *plan) failure(needsSync bool) *failure {
+	if !needsSync || len(p.problems) == 0 {
+		return nil
+	}
+	return &failure{reason: appsv1alpha1.ReasonTemplateNotFound, message: strings.Join(p.problems, "; ")}
+}
+
+// recordedRevisions is syncRevisions' result when recording the history would write nothing (the
+// updated revision exists, numbered as the newest, and none is beyond the limit); false otherwise.
+func (c *Controller) recordedRevisions(t *appsv1alpha1.TApp) (revisionResult, bool) {
+	revisions, err := revision.ListOwned(c.revisionLister, t, labels.SelectorFromSet(revisionLabels(t)))
+	if err != nil {
+		return revisionResult{}, false
+	}
+	rp, err := computeRevisionPlan(t, revisions)
+	if err != nil || rp.step.Existing == nil || rp.step.Existing.Revision != rp.step.Number || len(rp.excess) > 0 {
+		return revisionResult{}, false
+	}
+	return revisionResult{updated: rp.step.Existing.Name, collisionCount: rp.collisionCount}, true
+}
