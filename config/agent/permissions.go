@@ -104,7 +104,8 @@ var Permissions = []Permission{
 	{workloads, "canaries/finalizers", "update", "", "canary: the canary Deployment is created with a blocking controller reference (OwnerReferencesPermissionEnforcement admission)"},
 
 	// Secrets are not here on purpose: the ClusterRole grants no Secret (config/agent_test.go
-	// checks it). A web check whose header comes from a Secret needs get on that Secret, granted
+	// checks it). A check whose web header or Prometheus auth, header or CA comes from a Secret
+	// needs get on that Secret, granted
 	// by a Role in the Canary's namespace with resourceNames (docs/analysis.md, "Secrets");
 	// without it the check's measurements are errors, so it ends inconclusive, never passed.
 

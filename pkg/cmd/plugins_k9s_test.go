@@ -55,6 +55,8 @@ var othersResources = []k9sResource{
 	{group: "flagger.app", version: "v1beta1", plural: "canaries", kind: "Canary", shortNames: []string{"canary"}, custom: true},
 	{group: "apps.kruise.io", version: "v1alpha1", plural: "uniteddeployments", kind: "UnitedDeployment", shortNames: []string{"ud"}, custom: true},
 	{group: "apps.tkestack.io", version: "v1", plural: "tapps", kind: "TApp", custom: true},
+	{group: "argoproj.io", version: "v1alpha1", plural: "analysistemplates", kind: "AnalysisTemplate", custom: true},
+	{group: "argoproj.io", version: "v1alpha1", plural: "clusteranalysistemplates", kind: "ClusterAnalysisTemplate", custom: true},
 }
 
 // k9sScopeProblems says why a scope would reach a view it should not, or none of ours.
@@ -83,7 +85,7 @@ func TestK9sPluginScopesAreOurs(t *testing.T) {
 		}
 	}
 	// The check refuses the bare plurals of earlier plugins.yaml versions.
-	for _, scope := range []string{"canaries", "uniteddeployments", "tapps", "canary", "ud", "widgets"} {
+	for _, scope := range []string{"canaries", "uniteddeployments", "tapps", "canary", "ud", "widgets", "analysistemplates", "clusteranalysistemplates"} {
 		if len(k9sScopeProblems(scope)) == 0 {
 			t.Errorf("scope %s passed the check", scope)
 		}

@@ -114,12 +114,14 @@ func withExtenderKeys(keys map[string]k9sKey) map[string]k9sKey {
 
 // k9sScopeViews are the views of k9sViewKeys that show a scope of plugins.yaml.
 var k9sScopeViews = map[string][]string{
-	"tapps.apps.workload.dev":             {"app", "table", "tview-table", "custom-resource"},
-	"uniteddeployments.apps.workload.dev": {"app", "table", "tview-table", "custom-resource"},
-	"canaries.apps.workload.dev":          {"app", "table", "tview-table", "custom-resource"},
-	"deployments":                         {"app", "table", "tview-table", "deployments"},
-	"statefulsets":                        {"app", "table", "tview-table", "statefulsets"},
-	"daemonsets":                          {"app", "table", "tview-table", "daemonsets"},
+	"tapps.apps.workload.dev":                    {"app", "table", "tview-table", "custom-resource"},
+	"uniteddeployments.apps.workload.dev":        {"app", "table", "tview-table", "custom-resource"},
+	"canaries.apps.workload.dev":                 {"app", "table", "tview-table", "custom-resource"},
+	"analysistemplates.apps.workload.dev":        {"app", "table", "tview-table", "custom-resource"},
+	"clusteranalysistemplates.apps.workload.dev": {"app", "table", "tview-table", "custom-resource"},
+	"deployments":  {"app", "table", "tview-table", "deployments"},
+	"statefulsets": {"app", "table", "tview-table", "statefulsets"},
+	"daemonsets":   {"app", "table", "tview-table", "daemonsets"},
 }
 
 // k9sKeyCollisions lists the shortcuts of plugins that take a key k9s binds in a view their

@@ -51,7 +51,7 @@ func k9sVariableName(m []string) string {
 }
 
 // readOnlyVerbs change nothing; every other verb must ask for confirmation.
-var readOnlyVerbs = map[string]bool{"status": true, "get": true, "list": true, "history": true, "version": true, "completion": true}
+var readOnlyVerbs = map[string]bool{"status": true, "get": true, "list": true, "history": true, "version": true, "completion": true, "analyze": true}
 
 // pluginInputs are values typed at a plugin's prompt (piped to xargs), per plugin and scope.
 var pluginInputs = map[string]map[string][]string{
@@ -59,6 +59,8 @@ var pluginInputs = map[string]map[string][]string{
 	"workload-kill-instance":         {"tapps.apps.workload.dev": {"1", "3"}},
 	"workload-set-partition":         {"tapps.apps.workload.dev": {"2"}, "statefulsets": {"1"}},
 	"workload-set-subset-partitions": {"uniteddeployments.apps.workload.dev": {"zone-a=0", "zone-b=2"}},
+	"workload-analyze-template": {"analysistemplates.apps.workload.dev": {"--arg", "service=checkout"},
+		"clusteranalysistemplates.apps.workload.dev": {"--arg", "service=checkout", "--arg", "threshold=0.01"}},
 }
 
 func readPlugins(t *testing.T) map[string]k9sPlugin {
@@ -251,7 +253,7 @@ func TestK9sPluginsRunRealVerbs(t *testing.T) {
 			}
 		})
 	}
-	for _, want := range []string{"status", "promote", "pause", "resume", "abort", "kill-instance", "set-partition"} {
+	for _, want := range []string{"status", "promote", "pause", "resume", "abort", "kill-instance", "set-partition", "analyze"} {
 		found := false
 		for _, p := range plugins {
 			for _, inv := range invocations(t, p) {

@@ -12,12 +12,25 @@ import (
 
 // Get reads the object a Ref names and turns API errors into one line that names the object.
 func Get(ctx context.Context, client dynamic.Interface, namespace string, ref Ref) (*unstructured.Unstructured, error) {
-	obj, err := client.Resource(ref.Kind.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	where := fmt.Sprintf(" in namespace %q", namespace)
+	if ref.Kind.ClusterScoped {
+		where = ""
+	}
+	obj, err := In(client, ref.Kind, namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s not found in namespace %q", ref, namespace)
+		return nil, fmt.Errorf("%s not found%s", ref, where)
 	case err != nil:
-		return nil, fmt.Errorf("reading %s in namespace %q: %w", ref, namespace, err)
+		return nil, fmt.Errorf("reading %s%s: %w", ref, where, err)
 	}
 	return obj, nil
+}
+
+// In is the part of client that serves k's objects of namespace (every object of a
+// cluster-scoped kind).
+func In(client dynamic.Interface, k Kind, namespace string) dynamic.ResourceInterface {
+	if k.ClusterScoped {
+		return client.Resource(k.Resource)
+	}
+	return client.Resource(k.Resource).Namespace(namespace)
 }

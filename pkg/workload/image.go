@@ -14,13 +14,14 @@ import (
 var ImageSettable = Kinds
 
 // PodTemplatePath is where an object keeps the pod template `set image`, `undo` and `history`
-// act on (each kind's Helper.PodTemplatePath says where), and how messages name that template
-// ("" when it is the kind's only one).
+// act on (each kind's PodTemplater says where), and how messages name that template ("" when it
+// is the kind's only one).
 func PodTemplatePath(ref Ref, obj *unstructured.Unstructured, pool string) ([]string, string, error) {
-	if ref.Kind.helper == nil {
+	p, ok := ref.Kind.helper.(PodTemplater)
+	if !ok {
 		return nil, "", fmt.Errorf("a %s has no pod template", ref.Kind.Name)
 	}
-	return ref.Kind.helper.PodTemplatePath(ref, obj, pool)
+	return p.PodTemplatePath(ref, obj, pool)
 }
 
 // PodTemplateAt decodes the pod template found at path (an empty one when absent).

@@ -5,6 +5,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,9 @@ type Kind struct {
 	Resource schema.GroupVersionResource
 	// Short is the name shown in messages and accepted on the command line, such as "tapp".
 	Short string
+	// ClusterScoped is true for a kind the API server serves outside namespaces
+	// (ClusterAnalysisTemplate).
+	ClusterScoped bool
 	// aliases are the other names a person may type (plural, singular, group-qualified), used
 	// when the API server's discovery cannot be asked (see Resolve) and for completion.
 	aliases []string
@@ -31,17 +35,28 @@ type Kind struct {
 }
 
 // Helper is what the plugin knows about one kind, after kubectl's polymorphic helpers. Every
-// kind reads its rollout status, draws its tree and finds its pod template; a kind that supports
-// more verbs also implements their interfaces (Lister, Pauser, Partitioner, Promoter, Aborter).
-// A verb asks the kind for the interface it needs and refuses a kind without it.
+// kind draws its tree (get); a workload (Workload) also reads its rollout status and finds its
+// pod template; a kind that supports more verbs also implements their interfaces (Lister,
+// Pauser, Partitioner, Promoter, Aborter, Catalogued). A verb asks the kind for the interface
+// it needs and refuses a kind without it.
 type Helper interface {
+	// tree draws the object and what it owns, down to pods.
+	tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error)
+}
+
+// Workload is the helper of a kind that runs pods: every kind of Kinds.
+type Workload interface {
+	Helper
 	StatusViewer
+	PodTemplater
+}
+
+// PodTemplater is a kind with a pod template.
+type PodTemplater interface {
 	// PodTemplatePath is where an object keeps the pod template `set image`, `undo` and
 	// `history` act on, and how messages name that template ("" when it is the kind's only
 	// one); pool names a TApp's templatePool entry.
 	PodTemplatePath(ref Ref, obj *unstructured.Unstructured, pool string) ([]string, string, error)
-	// tree draws the object and what it owns, down to pods.
-	tree(t *treeReader, obj *unstructured.Unstructured) (*Node, error)
 }
 
 // templatePooler is a kind with named pod templates beside its template, which `set image
@@ -78,13 +93,23 @@ type Retrier interface {
 // Helper is the kind's helper.
 func (k Kind) Helper() Helper { return k.helper }
 
-// Kinds lists every kind the plugin knows, ours first.
+// Kinds lists every workload kind the plugin knows, ours first.
 var Kinds = []Kind{TApp, UnitedDeployment, Canary, Deployment, StatefulSet, DaemonSet}
 
-// kindsWith lists the kinds whose helper implements T, in the order of Kinds.
+// Templates lists the kinds that are no workload but that the plugin shows (list, get): the
+// analysis templates Canaries refer to.
+var Templates = []Kind{AnalysisTemplate, ClusterAnalysisTemplate}
+
+// Drawable lists every kind `get` draws: all of them.
+var Drawable = kindsWith[Helper]()
+
+// known is every kind the plugin knows, workloads first.
+func known() []Kind { return slices.Concat(Kinds, Templates) }
+
+// kindsWith lists the kinds whose helper implements T, in the order of known.
 func kindsWith[T any]() []Kind {
 	var out []Kind
-	for _, k := range Kinds {
+	for _, k := range known() {
 		if _, ok := k.helper.(T); ok {
 			out = append(out, k)
 		}
@@ -107,7 +132,7 @@ func (k Kind) Ours() bool { return k.Resource.Group == v1alpha1.GroupName }
 // KindFor resolves what a person typed ("tapp", "deployments", "UnitedDeployment", …).
 func KindFor(typed string) (Kind, bool) {
 	t := strings.ToLower(typed)
-	for _, k := range Kinds {
+	for _, k := range known() {
 		if t == k.Short || t == strings.ToLower(k.Name) {
 			return k, true
 		}

@@ -23,7 +23,9 @@ func TestCapabilityLists(t *testing.T) {
 		list, with []Kind
 	}{
 		"Viewable":      {Viewable, kindsWith[StatusViewer]()},
-		"ImageSettable": {ImageSettable, kindsWith[Helper]()},
+		"ImageSettable": {ImageSettable, kindsWith[PodTemplater]()},
+		"Drawable":      {Drawable, kindsWith[Helper]()},
+		"Catalogue":     {Catalogue, kindsWith[Catalogued]()},
 		"Listable":      {Listable, kindsWith[Lister]()},
 		"Pausable":      {Pausable, kindsWith[Pauser]()},
 		"Abortable":     {Abortable, kindsWith[Aborter]()},
@@ -38,6 +40,7 @@ func TestCapabilityLists(t *testing.T) {
 	}
 	want := map[string][]string{
 		"Listable":      {"Canary", "TApp", "UnitedDeployment"},
+		"Catalogue":     {"AnalysisTemplate", "ClusterAnalysisTemplate"},
 		"Pausable":      {"Canary", "Deployment", "TApp", "UnitedDeployment"},
 		"Abortable":     {"Canary"},
 		"Retryable":     {"Canary"},
@@ -45,16 +48,30 @@ func TestCapabilityLists(t *testing.T) {
 		"Promotable":    {"Canary", "UnitedDeployment"},
 		"WithHistory":   {"DaemonSet", "Deployment", "StatefulSet", "TApp", "UnitedDeployment"},
 	}
-	for name, list := range map[string][]Kind{"Listable": Listable, "Pausable": Pausable, "Abortable": Abortable, "Retryable": Retryable, "Partitionable": Partitionable, "Promotable": Promotable, "WithHistory": WithHistory} {
+	for name, list := range map[string][]Kind{"Listable": Listable, "Catalogue": Catalogue, "Pausable": Pausable, "Abortable": Abortable, "Retryable": Retryable, "Partitionable": Partitionable, "Promotable": Promotable, "WithHistory": WithHistory} {
 		if got := kindNames(list); !reflect.DeepEqual(got, want[name]) {
 			t.Errorf("%s = %v, want %v", name, got, want[name])
 		}
 	}
 }
 
+// Every workload kind has what every verb of a rollout needs; the templates have none of it.
+func TestWorkloadsAndTemplates(t *testing.T) {
+	for _, k := range Kinds {
+		if _, ok := k.helper.(Workload); !ok {
+			t.Errorf("%s is in Kinds without a rollout status or a pod template", k.Name)
+		}
+	}
+	for _, k := range Templates {
+		if _, ok := k.helper.(StatusViewer); ok {
+			t.Errorf("template kind %s reads a rollout status", k.Name)
+		}
+	}
+}
+
 // Every kind resolves by each name the plugin knows it by, when discovery cannot be asked.
 func TestKindForEveryName(t *testing.T) {
-	for _, k := range Kinds {
+	for _, k := range known() {
 		for _, typed := range append([]string{k.Short, k.Name, k.Resource.Resource + "." + k.Resource.Group}, k.aliases...) {
 			if got, ok := KindFor(typed); !ok || got.Name != k.Name {
 				t.Errorf("KindFor(%q) = %v %v, want %s", typed, got.Name, ok, k.Name)

@@ -145,7 +145,7 @@ func splitRef(args []string, allowed []Kind) (typed, name string, rest []string,
 
 // kindOf is the kind the API server serves as gk, if the plugin knows it.
 func kindOf(gk schema.GroupKind) (Kind, bool) {
-	for _, k := range Kinds {
+	for _, k := range known() {
 		if k.Resource.Group == gk.Group && k.Name == gk.Kind {
 			return k, true
 		}

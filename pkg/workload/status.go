@@ -54,15 +54,16 @@ type StatusViewer interface {
 	Status(obj *unstructured.Unstructured) (RolloutStatus, error)
 }
 
-// Viewable lists the kinds whose rollout status can be read: all of them.
+// Viewable lists the kinds whose rollout status can be read: every workload.
 var Viewable = kindsWith[StatusViewer]()
 
 // StatusViewerFor returns the StatusViewer of a kind.
 func StatusViewerFor(k Kind) (StatusViewer, error) {
-	if k.helper == nil {
+	v, ok := k.helper.(StatusViewer)
+	if !ok {
 		return nil, fmt.Errorf("no status viewer for a %s", k.Name)
 	}
-	return k.helper, nil
+	return v, nil
 }
 
 // RolloutStatusOf is StatusViewerFor(k).Status(obj).

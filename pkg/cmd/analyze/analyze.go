@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
@@ -30,13 +31,14 @@ import (
 )
 
 var text = verb.Text{
-	Use:   "analyze (canary/NAME | -f TEMPLATE.yaml [--arg NAME=VALUE]...)",
+	Use:   "analyze (canary/NAME | atpl/NAME | catpl/NAME | -f TEMPLATE.yaml) [--arg NAME=VALUE]...",
 	Short: "Run a Canary's or a template's checks once, now, and print the verdict",
 	Long: templates.LongDesc(`
 		Run checks once against the live system, from where kubectl runs, and print each
 		measured value and verdict. With canary/NAME: every check of the Canary's
-		spec.analysis, templates expanded with the Canary's arguments. With -f: the checks of an
-		AnalysisTemplate or ClusterAnalysisTemplate manifest, its arguments given with --arg.
+		spec.analysis, templates expanded with the Canary's arguments. With atpl/NAME or
+		catpl/NAME (an AnalysisTemplate or ClusterAnalysisTemplate of the cluster) or with -f (one
+		in a manifest): the template's checks, its arguments given with --arg.
 
 		Nothing is changed: job checks (they would create a Job) and podHealth checks (they
 		judge the pods of a release under way) are not run and count as inconclusive. Secrets
@@ -49,7 +51,10 @@ var text = verb.Text{
 		kubectl workload analyze canary/checkout
 
 		# Try a template before any Canary uses it
-		kubectl workload analyze -f error-rate.yaml --arg service=checkout --arg threshold=0.01`),
+		kubectl workload analyze -f error-rate.yaml --arg service=checkout --arg threshold=0.01
+
+		# Would the cluster's error-rate template pass for the payments service now?
+		kubectl workload analyze catpl/error-rate --arg service=payments`),
 }
 
 // Options are the analyze command's options.
@@ -82,7 +87,7 @@ func NewCmdAnalyze(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	}, o.Run)
 	// A string slice, as kubectl's -f is everywhere (the object resolver reads it so).
 	cmd.Flags().StringSliceVarP(&o.Files, "filename", "f", nil, "An AnalysisTemplate or ClusterAnalysisTemplate manifest whose checks to run")
-	cmd.Flags().StringArrayVar(&o.Args, "arg", nil, "A template argument, NAME=VALUE (with -f)")
+	cmd.Flags().StringArrayVar(&o.Args, "arg", nil, "A template argument, NAME=VALUE (with a template, not a Canary)")
 	return cmd
 }
 
@@ -99,20 +104,75 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 	if len(o.Files) == 1 {
 		o.File = o.Files[0]
 		if len(args) > 0 {
-			return fmt.Errorf("give canary/NAME or -f, not both")
+			return fmt.Errorf("give TYPE/NAME or -f, not both")
 		}
 		if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
 			return err
 		}
 		return o.fromFile()
 	}
-	if len(o.Args) > 0 {
-		return fmt.Errorf("--arg needs -f: a Canary gives its templates their arguments itself")
-	}
-	if err := o.Object.Complete(f, cmd, args, nil, nil, workload.Canary); err != nil {
+	if err := o.Object.Complete(f, cmd, args, nil, o.checkArgs, workload.Canary, workload.AnalysisTemplate, workload.ClusterAnalysisTemplate); err != nil {
 		return err
 	}
+	if o.Ref.Kind.Name != workload.Canary.Name {
+		return o.fromTemplate(cmd.Context())
+	}
 	return o.fromCanary(cmd.Context())
+}
+
+// checkArgs refuses --arg for a Canary: it gives its templates their arguments itself.
+func (o *Options) checkArgs(ref workload.Ref) error {
+	if len(o.Args) > 0 && ref.Kind.Name == workload.Canary.Name {
+		return fmt.Errorf("--arg needs a template (atpl/NAME, catpl/NAME or -f): a Canary gives its templates their arguments itself")
+	}
+	return nil
+}
+
+// fromTemplate reads the template the command names from the cluster and expands it with --arg.
+func (o *Options) fromTemplate(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	u, err := o.Get(ctx)
+	if err != nil {
+		return err
+	}
+	spec, err := specOf(u)
+	if err != nil {
+		return err
+	}
+	return o.addTemplate(spec, o.Ref.Kind.Name+"/"+o.Ref.Name)
+}
+
+// specOf is the spec of a template read from the cluster.
+func specOf(u *unstructured.Unstructured) (*v1alpha1.AnalysisTemplateSpec, error) {
+	spec := &v1alpha1.AnalysisTemplateSpec{}
+	if s, ok := u.Object["spec"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s, spec); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
+}
+
+// addTemplate expands spec with the --arg values and adds its checks.
+func (o *Options) addTemplate(spec *v1alpha1.AnalysisTemplateSpec, ref string) error {
+	given := map[string]string{}
+	for _, a := range o.Args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--arg %q: want NAME=VALUE", a)
+		}
+		given[k] = v
+	}
+	checks, err := analysis.ExpandTemplate("", spec, given)
+	if err != nil {
+		return err
+	}
+	for i := range checks {
+		o.add(&checks[i], ref)
+	}
+	return nil
 }
 
 func (o *Options) fromFile() error {
@@ -132,22 +192,7 @@ func (o *Options) fromFile() error {
 	if t.Kind != v1alpha1.KindAnalysisTemplate && t.Kind != v1alpha1.KindClusterAnalysisTemplate {
 		return fmt.Errorf("%s is a %q: want an AnalysisTemplate or a ClusterAnalysisTemplate", filepath.Base(o.File), t.Kind)
 	}
-	given := map[string]string{}
-	for _, a := range o.Args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--arg %q: want NAME=VALUE", a)
-		}
-		given[k] = v
-	}
-	checks, err := analysis.ExpandTemplate("", &t.Spec, given)
-	if err != nil {
-		return err
-	}
-	for i := range checks {
-		o.add(&checks[i], t.Kind+"/"+t.Meta.Name)
-	}
-	return nil
+	return o.addTemplate(&t.Spec, t.Kind+"/"+t.Meta.Name)
 }
 
 func (o *Options) fromCanary(ctx context.Context) error {
@@ -194,11 +239,9 @@ func (o *Options) expand(ctx context.Context, cn *v1alpha1.Canary, e *v1alpha1.A
 	if err != nil {
 		return nil, err
 	}
-	spec := &v1alpha1.AnalysisTemplateSpec{}
-	if s, ok := u.Object["spec"].(map[string]any); ok {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s, spec); err != nil {
-			return nil, err
-		}
+	spec, err := specOf(u)
+	if err != nil {
+		return nil, err
 	}
 	given, err := analysis.CanaryArgs(cn, e.Args)
 	if err != nil {

@@ -72,6 +72,7 @@ func TestAnalyzeTemplateFile(t *testing.T) {
 		{"error-template-unset-argument", []string{"-f", file}, 1},
 		{"error-arg-without-file", []string{"canary/checkout", "--arg", "service=x"}, 1},
 		{"error-arg-not-name-value", []string{"-f", file, "--arg", "service"}, 1},
+		{"error-file-and-template", []string{"-f", file, "catpl/error-rate"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdAnalyze, nil, tc.args...)
@@ -128,6 +129,43 @@ func TestAnalyzeCanary(t *testing.T) {
 			}
 			cmdtest.Golden(t, tc.name, res.Transcript())
 			cmdtest.AssertUnchanged(t, res, objects(tc.withTemplate))
+		})
+	}
+}
+
+// catpl/NAME and atpl/NAME run a template of the cluster with --arg, reading nothing but the
+// template (and changing nothing).
+func TestAnalyzeTemplateOfTheCluster(t *testing.T) {
+	srv := sloServer(t)
+	spec := v1alpha1.AnalysisTemplateSpec{
+		Args: []v1alpha1.AnalysisArg{{Name: "service"}},
+		Checks: []v1alpha1.AnalysisCheck{{Name: "error-ratio", SuccessCondition: "result.errorRatio < 0.05",
+			Provider: v1alpha1.AnalysisProvider{Web: &v1alpha1.WebProvider{URL: srv.URL + "/slo/{{args.service}}"}}}},
+	}
+	objects := func() []runtime.Object {
+		return []runtime.Object{
+			&v1alpha1.ClusterAnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Name: "error-rate"}, Spec: *spec.DeepCopy()},
+			&v1alpha1.AnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Name: "error-rate", Namespace: cmdtest.Namespace}, Spec: *spec.DeepCopy()},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"catpl-pass", []string{"catpl/error-rate", "--arg", "service=checkout"}, 0},
+		{"atpl-fail", []string{"analysistemplate", "error-rate", "--arg", "service=payments"}, 1},
+		{"catpl-inconclusive", []string{"clusteranalysistemplates.apps.workload.dev/error-rate", "--arg", "service=down"}, 2},
+		{"error-catpl-unset-argument", []string{"catpl/error-rate"}, 1},
+		{"error-catpl-missing", []string{"catpl/nope", "--arg", "service=checkout"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := cmdtest.Run(t, NewCmdAnalyze, objects(), tc.args...)
+			if res.Code != tc.code {
+				t.Errorf("exit %d, want %d (%s)", res.Code, tc.code, res.Fatal)
+			}
+			cmdtest.Golden(t, tc.name, res.Transcript())
+			cmdtest.AssertUnchanged(t, res, objects())
 		})
 	}
 }

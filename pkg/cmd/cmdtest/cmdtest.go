@@ -119,15 +119,17 @@ func Scheme() *runtime.Scheme {
 
 // listKinds names the list kind of every resource the fake client may be asked to list.
 var listKinds = map[schema.GroupVersionResource]string{
-	v1alpha1.SchemeGroupVersion.WithResource("tapps"):             "TAppList",
-	v1alpha1.SchemeGroupVersion.WithResource("uniteddeployments"): "UnitedDeploymentList",
-	v1alpha1.SchemeGroupVersion.WithResource("canaries"):          "CanaryList",
-	appsv1.SchemeGroupVersion.WithResource("deployments"):         "DeploymentList",
-	appsv1.SchemeGroupVersion.WithResource("statefulsets"):        "StatefulSetList",
-	appsv1.SchemeGroupVersion.WithResource("daemonsets"):          "DaemonSetList",
-	appsv1.SchemeGroupVersion.WithResource("replicasets"):         "ReplicaSetList",
-	appsv1.SchemeGroupVersion.WithResource("controllerrevisions"): "ControllerRevisionList",
-	corev1.SchemeGroupVersion.WithResource("pods"):                "PodList",
+	v1alpha1.SchemeGroupVersion.WithResource("tapps"):                    "TAppList",
+	v1alpha1.SchemeGroupVersion.WithResource("uniteddeployments"):        "UnitedDeploymentList",
+	v1alpha1.SchemeGroupVersion.WithResource("canaries"):                 "CanaryList",
+	v1alpha1.SchemeGroupVersion.WithResource("analysistemplates"):        "AnalysisTemplateList",
+	v1alpha1.SchemeGroupVersion.WithResource("clusteranalysistemplates"): "ClusterAnalysisTemplateList",
+	appsv1.SchemeGroupVersion.WithResource("deployments"):                "DeploymentList",
+	appsv1.SchemeGroupVersion.WithResource("statefulsets"):               "StatefulSetList",
+	appsv1.SchemeGroupVersion.WithResource("daemonsets"):                 "DaemonSetList",
+	appsv1.SchemeGroupVersion.WithResource("replicasets"):                "ReplicaSetList",
+	appsv1.SchemeGroupVersion.WithResource("controllerrevisions"):        "ControllerRevisionList",
+	corev1.SchemeGroupVersion.WithResource("pods"):                       "PodList",
 }
 
 // NewDynamicClient is the fake dynamic client of the fake cluster, holding objs: for tests that

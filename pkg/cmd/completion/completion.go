@@ -168,7 +168,7 @@ func names(ctx context.Context, f cmdutil.Factory, kind workload.Kind, prefix st
 	if err != nil {
 		return nil
 	}
-	list, err := client.Resource(kind.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+	list, err := workload.In(client, kind, ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		cobra.CompDebugln(fmt.Sprintf("listing %s: %v", kind.Resource.Resource, err), true)
 		return nil

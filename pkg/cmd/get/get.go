@@ -42,6 +42,7 @@ var getText = verb.Text{
 		* deploy (Deployment): the ReplicaSets (one per revision), then their pods
 		* sts (StatefulSet): the pods grouped by revision
 		* ds (DaemonSet): the pods grouped by revision, the update revision (the ControllerRevision that records its template) first
+		* atpl (AnalysisTemplate), catpl (ClusterAnalysisTemplate): the arguments with their defaults, then each check with what it measures, how often, and its conditions
 
 		Pods are read with the workload's label selector, never by listing every pod of the
 		namespace, so get stays fast in busy namespaces.
@@ -68,7 +69,10 @@ var getText = verb.Text{
 		kubectl workload get canary/checkout -o name
 
 		# Follow a canary release step by step
-		kubectl workload get canary/checkout -w`),
+		kubectl workload get canary/checkout -w
+
+		# What a ClusterAnalysisTemplate measures and which arguments it needs
+		kubectl workload get catpl/error-rate`),
 }
 
 // now is the clock ages are measured with (tests fix it).
@@ -98,7 +102,7 @@ type Options struct {
 // NewCmdGet returns the `get` command.
 func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams, PrintFlags: genericclioptions.NewPrintFlags("")}
-	cmd := verb.NewCommand(getText, completion.WorkloadNames(f, workload.Viewable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
+	cmd := verb.NewCommand(getText, completion.WorkloadNames(f, workload.Drawable...), func(cmd *cobra.Command, args []string) error { return o.Complete(f, cmd, args) }, o.Run)
 	resolve.AddFilenameFlag(cmd)
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (wide, %s). Without it, the tree cut to the terminal's width.", strings.Join(o.PrintFlags.AllowedFormats(), ", "))
@@ -109,7 +113,7 @@ func NewCmdGet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Com
 
 // Complete resolves the object, the namespace, the client and the printer.
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
-	if err := o.Object.Complete(f, cmd, args, nil, func(workload.Ref) error { return o.completePrinter() }, workload.Viewable...); err != nil {
+	if err := o.Object.Complete(f, cmd, args, nil, func(workload.Ref) error { return o.completePrinter() }, workload.Drawable...); err != nil {
 		return err
 	}
 	var err error

@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/cmdtest"
 	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/history/historytest"
+	"github.com/kubectl-workload/kubectl-workload/pkg/cmd/status"
 	"github.com/kubectl-workload/kubectl-workload/pkg/workload"
 )
 
@@ -440,8 +441,13 @@ func TestGetFitsTheTerminal(t *testing.T) {
 		{"analysis-tree-no-limit", 0, []string{"canary/payments"}},
 		{"analysis-watch-80", 80, []string{"canary/payments", "-w", "--interval=1ms"}},
 		{"analysis-watch-wide", 80, []string{"canary/payments", "-w", "-o", "wide", "--interval=1ms"}},
+		{"analysis-tree-template-checks", 0, []string{"canary/payments"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			objs := objs
+			if strings.Contains(tt.name, "template") {
+				objs = templateChecks(analysisCanary())
+			}
 			res := cmdtest.RunWidth(t, tt.width, deletedAfterFirstRead(t), objs, tt.args...)
 			cmdtest.Golden(t, tt.name, res.Transcript())
 			for _, l := range strings.Split(strings.TrimSuffix(res.Out, "\n"), "\n") {
@@ -455,6 +461,44 @@ func TestGetFitsTheTerminal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// get draws a template: its arguments (which a Canary must give, which have a default), then
+// each check with what it measures, how often and what passes it. A ClusterAnalysisTemplate is
+// read outside the namespace.
+func TestGetTemplate(t *testing.T) {
+	objs := cmdtest.AnalysisTemplates(cmdtest.Namespace, t0.Add(-time.Hour))
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"catpl-tree", []string{"catpl/error-rate"}},
+		{"atpl-tree", []string{"analysistemplate", "smoke"}},
+		{"catpl-yaml", []string{"clusteranalysistemplates.apps.workload.dev/error-rate", "-o", "yaml"}},
+		{"error-catpl-missing", []string{"catpl/nope"}},
+		{"error-status-of-a-template", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			newCmd := NewCmdGet
+			if tt.args == nil {
+				newCmd, tt.args = status.NewCmdStatus, []string{"atpl/smoke"}
+			}
+			res := cmdtest.Run(t, newCmd, objs, tt.args...)
+			cmdtest.Golden(t, tt.name, res.Transcript())
+		})
+	}
+}
+
+// templateChecks makes the Canary's error-rate check the two checks of a ClusterAnalysisTemplate
+// entry: their lines name the template, the inline checks' lines none.
+func templateChecks(objs []runtime.Object) []runtime.Object {
+	c := objs[0].(*v1alpha1.Canary)
+	c.Status.Analysis = append(c.Status.Analysis[:1],
+		v1alpha1.AnalysisCheckStatus{Name: "slo.error-ratio", Template: "ClusterAnalysisTemplate/error-rate", Phase: v1alpha1.AnalysisRunning, Count: 1, Successful: 1,
+			Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "[0.004]"}}},
+		v1alpha1.AnalysisCheckStatus{Name: "slo.latency-p99", Template: "ClusterAnalysisTemplate/error-rate", Phase: v1alpha1.AnalysisRunning},
+		c.Status.Analysis[2])
+	return objs
 }
 
 // deletedAfterFirstRead is get whose Canary is gone after it was read once: get -w shows the

@@ -1,5 +1,6 @@
 // Package list implements `kubectl workload list`: every TApp, UnitedDeployment and Canary of a
-// namespace (or of all namespaces) in one table.
+// namespace (or of all namespaces) in one table, then the analysis templates its Canaries may
+// use in another.
 package list
 
 import (
@@ -7,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,14 +33,18 @@ import (
 // listText is what the `list` command shows.
 var listText = verb.Text{
 	Use:   "list [-A] [-l SELECTOR] [-o wide|json|yaml|name]",
-	Short: "List every TApp, UnitedDeployment and Canary with its rollout status",
+	Short: "List every TApp, UnitedDeployment and Canary with its rollout status, and the analysis templates",
 	Long: templates.LongDesc(`
 		List every TApp, UnitedDeployment and Canary of the namespace (or, with -A, of every
 		namespace) in one table: desired, ready and updated pods, the rollout's status and age.
 		-o wide adds what the rollout is doing or waiting for.
 
 		For a Canary, READY counts available pods across the stable and the canary Deployment
-		and UPDATED the canary Deployment's replicas; STATUS is its phase.`),
+		and UPDATED the canary Deployment's replicas; STATUS is its phase.
+
+		Then, in a second table, the analysis templates the namespace's Canaries may use: its
+		AnalysisTemplates and every ClusterAnalysisTemplate, each with its checks (and their
+		providers) and its arguments (with their defaults).`),
 
 	Example: templates.Examples(`
 		# Every workload of the current namespace
@@ -48,7 +54,10 @@ var listText = verb.Text{
 		kubectl workload list -A -o wide
 
 		# The names of the workloads labelled team=payments, for scripting
-		kubectl workload list -l team=payments -o name`),
+		kubectl workload list -l team=payments -o name
+
+		# Draw one template's arguments and checks
+		kubectl workload get catpl/error-rate`),
 }
 
 // now is the clock ages are measured with (tests fix it).
@@ -118,16 +127,59 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	items, missing, err := o.listKinds(ctx, workload.Listable)
+	if err != nil {
+		return err
+	}
+	if len(missing) == len(workload.Listable) {
+		return fmt.Errorf("the cluster does not serve %s: install the CRDs with 'kubectl workload install'", strings.Join(missing, ", "))
+	}
+	catalogue, missingTemplates, err := o.listKinds(ctx, workload.Catalogue)
+	if err != nil {
+		return err
+	}
+	if missing = append(missing, missingTemplates...); len(missing) > 0 {
+		fmt.Fprintf(o.ErrOut, "Warning: the cluster does not serve %s; run 'kubectl workload install' to update the CRDs\n", strings.Join(missing, ", "))
+	}
+	sortItems(items)
+	sortItems(catalogue)
+
+	if o.Printer != nil {
+		var objs []*unstructured.Unstructured
+		for _, it := range append(items, catalogue...) {
+			objs = append(objs, it.obj)
+		}
+		return o.Printer.PrintObj(workload.AsList(objs), o.Out)
+	}
+	if len(items) == 0 && len(catalogue) == 0 {
+		if o.AllNamespaces {
+			fmt.Fprintln(o.ErrOut, "No resources found")
+		} else {
+			fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", o.Namespace)
+		}
+		return nil
+	}
+	if len(items) > 0 {
+		if err := o.printTable(items); err != nil {
+			return err
+		}
+	}
+	return o.printCatalogue(catalogue, len(items) > 0)
+}
+
+// listKinds lists the objects of kinds (a cluster-scoped kind's every object, whatever the
+// namespace), and names the resources the cluster does not serve.
+func (o *Options) listKinds(ctx context.Context, kinds []workload.Kind) ([]item, []string, error) {
 	var items []item
 	var missing []string
-	for _, k := range workload.Listable {
-		list, err := o.Client.Resource(k.Resource).Namespace(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	for _, k := range kinds {
+		list, err := workload.In(o.Client, k, o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, k.Resource.GroupResource().String())
 			continue
 		case err != nil:
-			return fmt.Errorf("listing %s: %w", k.Resource.GroupResource(), err)
+			return nil, nil, fmt.Errorf("listing %s: %w", k.Resource.GroupResource(), err)
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
@@ -138,14 +190,13 @@ func (o *Options) Run(ctx context.Context) error {
 			items = append(items, item{k, obj})
 		}
 	}
-	if len(missing) == len(workload.Listable) {
-		return fmt.Errorf("the cluster does not serve %s: install the CRDs with 'kubectl workload install'", strings.Join(missing, ", "))
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(o.ErrOut, "Warning: the cluster does not serve %s; run 'kubectl workload install' to update the CRDs\n", strings.Join(missing, ", "))
-	}
+	return items, missing, nil
+}
+
+// sortItems orders items by namespace, then kind (in the order of workload.Kinds), then name.
+func sortItems(items []item) {
 	rank := map[string]int{}
-	for i, k := range workload.Listable {
+	for i, k := range slices.Concat(workload.Listable, workload.Catalogue) {
 		rank[k.Name] = i
 	}
 	sort.SliceStable(items, func(i, j int) bool {
@@ -158,23 +209,6 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return a.obj.GetName() < b.obj.GetName()
 	})
-
-	if o.Printer != nil {
-		objs := make([]*unstructured.Unstructured, len(items))
-		for i, it := range items {
-			objs[i] = it.obj
-		}
-		return o.Printer.PrintObj(workload.AsList(objs), o.Out)
-	}
-	if len(items) == 0 {
-		if o.AllNamespaces {
-			fmt.Fprintln(o.ErrOut, "No resources found")
-		} else {
-			fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", o.Namespace)
-		}
-		return nil
-	}
-	return o.printTable(items)
 }
 
 func (o *Options) printTable(items []item) error {
@@ -202,12 +236,8 @@ func (o *Options) printTable(items []item) error {
 		if err != nil {
 			return fmt.Errorf("%s/%s: %w", it.kind.Short, it.obj.GetName(), err)
 		}
-		age := "<unknown>"
-		if ts := it.obj.GetCreationTimestamp(); !ts.IsZero() {
-			age = duration.HumanDuration(now().Sub(ts.Time))
-		}
 		cells = append(cells, it.kind.Name, it.obj.GetName(),
-			strconv.Itoa(int(counts.Desired)), strconv.Itoa(int(counts.Ready)), strconv.Itoa(int(counts.Updated)), st.Phase, age)
+			strconv.Itoa(int(counts.Desired)), strconv.Itoa(int(counts.Ready)), strconv.Itoa(int(counts.Updated)), st.Phase, age(it.obj))
 		if o.Wide {
 			cells = append(cells, strings.ReplaceAll(st.Summary, "\t", " "))
 		}
@@ -218,4 +248,67 @@ func (o *Options) printTable(items []item) error {
 	}
 	_, err := io.Copy(o.Out, &buf)
 	return err
+}
+
+// printCatalogue prints the kinds without a rollout (the analysis templates), after a blank line
+// when a table came before: one table for each set of columns, as kubectl get prints one per
+// kind.
+func (o *Options) printCatalogue(items []item, after bool) error {
+	for len(items) > 0 {
+		cols := workload.ColumnsOf(items[0].kind)
+		var table, rest []item
+		for _, it := range items {
+			if strings.Join(workload.ColumnsOf(it.kind), "\t") == strings.Join(cols, "\t") {
+				table = append(table, it)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		if after {
+			fmt.Fprintln(o.Out)
+		}
+		if err := o.printRows(table, cols); err != nil {
+			return err
+		}
+		items, after = rest, true
+	}
+	return nil
+}
+
+func (o *Options) printRows(items []item, cols []string) error {
+	var buf bytes.Buffer
+	w := printers.GetNewTabWriter(&buf)
+	var head []string
+	if o.AllNamespaces {
+		head = append(head, "NAMESPACE")
+	}
+	head = append(append(append(head, "KIND", "NAME"), cols...), "AGE")
+	fmt.Fprintln(w, strings.Join(head, "\t"))
+	for _, it := range items {
+		var cells []string
+		if o.AllNamespaces {
+			cells = append(cells, it.obj.GetNamespace())
+		}
+		row, err := workload.RowOf(it.kind, it.obj)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", it.kind.Short, it.obj.GetName(), err)
+		}
+		cells = append(append(append(cells, it.kind.Name, it.obj.GetName()), row...), age(it.obj))
+		for i, c := range cells {
+			cells[i] = strings.ReplaceAll(c, "\t", " ")
+		}
+		fmt.Fprintln(w, strings.Join(cells, "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := io.Copy(o.Out, &buf)
+	return err
+}
+
+func age(obj *unstructured.Unstructured) string {
+	if ts := obj.GetCreationTimestamp(); !ts.IsZero() {
+		return duration.HumanDuration(now().Sub(ts.Time))
+	}
+	return "<unknown>"
 }

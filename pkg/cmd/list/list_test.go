@@ -49,6 +49,15 @@ func objects() []runtime.Object {
 	return []runtime.Object{web, batch, orders, checkout, other}
 }
 
+// withTemplates are the workloads and the analysis templates, one of them in another namespace:
+// `list` shows the namespace's AnalysisTemplates and every ClusterAnalysisTemplate after the
+// workloads.
+func withTemplates() []runtime.Object {
+	objs := append(objects(), cmdtest.AnalysisTemplates(cmdtest.Namespace, t0.Add(-time.Hour))...)
+	other := cmdtest.AnalysisTemplates("shop", t0.Add(-3*time.Hour))[1]
+	return append(objs, other)
+}
+
 // withoutCanaries serves no Canary resource, as a cluster with an older CRD set.
 func withoutCanaries(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	f.(*cmdtest.Factory).FakeDynamicClient.PrependReactor("list", "canaries", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -81,6 +90,11 @@ func TestList(t *testing.T) {
 		{"empty", NewCmdList, nil, nil},
 		{"empty-all-namespaces", NewCmdList, nil, []string{"--all-namespaces"}},
 		{"crd-missing-warns", withoutCanaries, objects(), nil},
+		{"templates", NewCmdList, withTemplates(), nil},
+		{"templates-all-namespaces", NewCmdList, withTemplates(), []string{"-A"}},
+		{"templates-selector", NewCmdList, withTemplates(), []string{"-l", "team=payments"}},
+		{"templates-only", NewCmdList, cmdtest.AnalysisTemplates(cmdtest.Namespace, t0.Add(-time.Hour)), nil},
+		{"templates-name", NewCmdList, withTemplates(), []string{"-o", "name"}},
 		{"error-not-installed", withNothing, nil, nil},
 		{"error-arguments", NewCmdList, nil, []string{"tapp/web"}},
 		{"error-output", NewCmdList, nil, []string{"-o", "table"}},

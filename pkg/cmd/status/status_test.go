@@ -303,6 +303,7 @@ func TestStatusOnce(t *testing.T) {
 		{"canary-degraded", canaryAt(2, v1alpha1.CanaryDegraded, 1, "canary pods crash: CrashLoopBackOff"), []string{"canary/checkout"}},
 		{"canary-steps-baking", stepsCanary(nil), []string{"canary/checkout"}},
 		{"canary-steps-aborted", stepsCanary(abortedRelease), []string{"canary/checkout"}},
+		{"canary-steps-template-checks", stepsCanary(fromTemplate), []string{"canary/checkout"}},
 		{"canary-bluegreen-preview", blueGreenCanary(1, nil), []string{"canary/checkout"}},
 		{"canary-bluegreen-switched", blueGreenCanary(3, nil), []string{"canary/checkout"}},
 		{"deploy-progressing", deploy(nil), []string{"deploy/front"}},
@@ -655,4 +656,18 @@ func transcript(res cmdtest.Result) string {
 		a[0], a[1] = a[1], a[0]
 	}
 	return res.Transcript()
+}
+
+// fromTemplate makes the step's check an entry of a ClusterAnalysisTemplate with two checks, one
+// inline check beside it: each line names the template its check came from, the inline one none.
+func fromTemplate(c *v1alpha1.Canary) {
+	c.Spec.Analysis = []v1alpha1.AnalysisCheck{
+		{Name: "slo", TemplateRef: &v1alpha1.AnalysisTemplateRef{Kind: v1alpha1.KindClusterAnalysisTemplate, Name: "error-rate"}},
+		{Name: "pods", Provider: v1alpha1.AnalysisProvider{PodHealth: &v1alpha1.PodHealthProvider{}}}}
+	c.Spec.Steps[1].Analysis = []string{"slo", "pods"}
+	c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{
+		{Name: "slo.error-ratio", Template: "ClusterAnalysisTemplate/error-rate", Phase: v1alpha1.AnalysisRunning, Count: 1, Successful: 1,
+			Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "[0.009]"}}},
+		{Name: "slo.latency-p99", Template: "ClusterAnalysisTemplate/error-rate", Phase: v1alpha1.AnalysisRunning},
+		{Name: "pods", Phase: v1alpha1.AnalysisSuccessful, Count: 1, Successful: 1}}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	localcluster.RunTestMain(m, localcluster.Options{})
+	localcluster.RunTestMain(m, localcluster.Options{CRDDir: localcluster.DefaultCRDDir()})
 }
 
 // decideTimeout bounds one check from start to verdict: checks here measure every second a

@@ -45,34 +45,6 @@ func maxArg(v string) v1alpha1.AnalysisArgValue {
 	return v1alpha1.AnalysisArgValue{Name: "max", Value: &v}
 }
 
-// One ClusterAnalysisTemplate with an argument, used by Canaries of two namespaces: the same
-// measured error rate (10%) passes under one Canary's limit and rolls the other back.
-func TestClusterAnalysisTemplateWithArguments(t *testing.T) {
-	address := startPrometheus(t, 0.1)
-	t.Run("passes-under-its-limit", func(t *testing.T) {
-		e := setup(t)
-		errorRateTemplate(t, e, "error-rate-"+e.NS, address)
-		e.createSteps("nginx:1.27", sloEntry("error-rate-"+e.NS, maxArg("0.5")), step(intstr.FromInt32(2), nil, "slo"))
-		c := e.waitPhase(v1alpha1.CanaryCompleted)
-		if a := c.Status.Analysis; len(a) != 1 || a[0].Name != "slo.error-rate" || a[0].Phase != v1alpha1.AnalysisSuccessful ||
-			a[0].Template != "ClusterAnalysisTemplate/error-rate-"+e.NS {
-			t.Errorf("analysis %+v", a)
-		}
-		if r := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAnalysisResolved); r == nil || r.Status != metav1.ConditionTrue {
-			t.Errorf("AnalysisResolved %+v", r)
-		}
-	})
-	t.Run("rolls-back-over-its-limit", func(t *testing.T) {
-		e := setup(t)
-		errorRateTemplate(t, e, "error-rate-"+e.NS, address)
-		e.createSteps("nginx:1.27", sloEntry("error-rate-"+e.NS, maxArg("0.05")), step(intstr.FromInt32(2), nil, "slo"))
-		c := e.waitRolledBackBy(v1alpha1.ReasonAnalysisFailed)
-		if a := c.Status.Abort; a.Check != "slo.error-rate" || a.Step != 1 {
-			t.Errorf("abort %+v: want check slo.error-rate at step 1", a)
-		}
-	})
-}
-
 // A template that does not exist, or an argument left unset, holds the release at its step with
 // a condition naming it; it never passes. Creating the template lets it go on.
 func TestUnresolvedTemplateWaits(t *testing.T) {
