@@ -544,13 +544,22 @@ func (a *Agent) RSSParts() (anon, file int64, err error) {
 
 // CPUTime returns the CPU time the running agent has used, user and system, from
 // /proc/<pid>/stat.
-func (a *Agent) CPUTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid()))
+func (a *Agent) CPUTime() (time.Duration, error) { return ProcCPUTime(a.Pid()) }
+
+// ProcCPUTime returns the CPU time a running process has used, user and system, from
+// /proc/<pid>/stat: the same figure for the agent and for another controller measured beside
+// it (test/bench runs Argo Rollouts' controller).
+func ProcCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
 	return statCPU(string(b))
 }
+
+// ProcStatus reads a "Name:   1234 kB" field of /proc/<pid>/status (VmHWM, VmRSS, RssAnon,
+// RssFile), in bytes, for any running process.
+func ProcStatus(pid int, field string) (int64, error) { return procStatus(pid, field) }
 
 // statCPU reads utime and stime (fields 14 and 15, clock ticks of 1/100 s, USER_HZ on Linux)
 // of a /proc/<pid>/stat line.
