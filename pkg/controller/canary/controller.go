@@ -99,9 +99,8 @@ type Config struct {
 	// controllers cache every one anyway); nil: that kind is not released.
 	UnitedDeployments informers.UnitedDeploymentInformer
 	TApps             informers.TAppInformer
-	// Pods holds the agent's pods (the managed-by label, which the canary pod template carries),
-	// for podHealth checks; nil: a podHealth check reports an error at each measurement, which
-	// ends inconclusive, never a pass.
+	// Pods holds the canary's pods, for podHealth checks; nil (the agent): a podHealth check
+	// lists them from the API server through KubeClient when it measures.
 	Pods coreinformers.PodInformer
 	// AnalysisTemplates and ClusterAnalysisTemplates are the templates spec.analysis entries
 	// name; nil: an entry naming that kind waits, as for a missing template.
