@@ -133,6 +133,9 @@ func ModuleRoot() (string, error) {
 type Options struct {
 	// Kubeconfig is passed as --kubeconfig. Required.
 	Kubeconfig string
+	// Binary is the agent binary to run; default Binary(t). A benchmark sets it to compare
+	// another build of the agent in the same run.
+	Binary string
 	// Args are more flags, after the defaults so that they override them, e.g.
 	// "--leader-elect=false", "--namespace=e2e", "--controllers=tapp", "-v=4".
 	//
@@ -180,7 +183,10 @@ func Start(t testing.TB, opts Options) *Agent {
 	if opts.LogTailOnFailure == 0 {
 		opts.LogTailOnFailure = 64 << 10
 	}
-	bin := Binary(t)
+	bin := opts.Binary
+	if bin == "" {
+		bin = Binary(t)
+	}
 	ports, err := freePorts(2)
 	if err != nil {
 		t.Fatalf("agentproc: free ports: %v", err)

@@ -43,7 +43,9 @@ var rolloutGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1a
 // promotion; the agent releases a Canary in pair form, then the same with a pause at 25% and
 // `kubectl workload promote --full`. Reported per release: the controller's CPU seconds, its
 // own writes without Events (audit log), its peak RSS, the release time and the fewest
-// available / most live pods; then the agent/Argo ratios of this run.
+// available / most live pods; then the agent/Argo ratios of this run. With
+// BENCH_BASELINE_AGENT_BIN (another build of the agent, e.g. of main) the agent's two releases
+// are run again with it, and the ratios of this build to it are printed too.
 func BenchmarkVsArgoRollouts(b *testing.B) {
 	e := getEnv(b)
 	dir := argoRolloutsDir(b)
@@ -61,11 +63,17 @@ func BenchmarkVsArgoRollouts(b *testing.B) {
 	figs = append(figs, e.argoReleases(b, dyn, argo)...)
 	argo.stop(b)
 
-	agent := e.startAgent(b, "vs-argo")
-	for _, full := range []bool{false, true} {
-		figs = append(figs, e.agentRelease(b, agent.Pid(), full))
+	agents := []struct{ label, bin string }{{"Agent", ""}}
+	if base := os.Getenv("BENCH_BASELINE_AGENT_BIN"); base != "" {
+		agents = append(agents, struct{ label, bin string }{"Baseline", base})
 	}
-	stopAgent(b, agent, "vs-argo")
+	for _, a := range agents {
+		agent := e.startAgentBinary(b, a.bin, "vs-argo-"+strings.ToLower(a.label))
+		for _, full := range []bool{false, true} {
+			figs = append(figs, e.agentRelease(b, agent.Pid(), a.label, full))
+		}
+		stopAgent(b, agent, "vs-argo-"+strings.ToLower(a.label))
+	}
 
 	byName := map[string]releaseFigures{}
 	for _, f := range figs {
@@ -73,6 +81,10 @@ func BenchmarkVsArgoRollouts(b *testing.B) {
 	}
 	compareReleases(byName["Agent/pair"], byName["Argo/maxUnavailable=0"], byName["Argo/default"])
 	compareReleases(byName["Agent/promote-full"], byName["Argo/promote-full"], releaseFigures{})
+	if len(agents) > 1 { // what this build's changes bought, in the same run
+		compareReleases(byName["Agent/pair"], byName["Baseline/pair"], releaseFigures{})
+		compareReleases(byName["Agent/promote-full"], byName["Baseline/promote-full"], releaseFigures{})
+	}
 }
 
 // argoRolloutsDir builds Argo Rollouts' controller if it is missing (a cold build takes many
@@ -271,11 +283,11 @@ func (e *env) rolloutDone(ro dynamic.ResourceInterface, name string) func(contex
 // agentRelease releases a Canary in pair form from a stable Deployment of BENCH_REPLICAS pods,
 // in a namespace of its own; with full, the release pauses at 25% and is promoted with
 // `kubectl workload promote --full`, as a person would.
-func (e *env) agentRelease(b *testing.B, pid int, full bool) releaseFigures {
+func (e *env) agentRelease(b *testing.B, pid int, label string, full bool) releaseFigures {
 	b.Helper()
-	ns, name := "bench-vs-agent", "Agent/pair"
+	ns, name := "bench-vs-"+strings.ToLower(label), label+"/pair"
 	if full {
-		ns, name = "bench-vs-agent-full", "Agent/promote-full"
+		ns, name = ns+"-full", label+"/promote-full"
 	}
 	e.deleteNamespace(b, ns)
 	e.ensureNamespace(b, ns)

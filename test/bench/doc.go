@@ -50,6 +50,13 @@
 //     sums is printed too. (BenchmarkTAppInPlace's gateless scale-out against
 //     BenchmarkDeployment's is printed as well, without a target: those phases run minutes
 //     apart, the agent only in the TApp's.)
+//   - BenchmarkVsArgoRollouts (issue 30): the same release of BENCH_REPLICAS pods in 4 steps by
+//     Argo Rollouts' controller (built from its Go module: hack/tools/argo-rollouts, `make
+//     argo-rollouts-bin`) and by the agent, in turns: Argo with its defaults, with
+//     maxUnavailable 0, and paused at 25% then promoted in full; the agent's Canary in pair
+//     form, and paused at 25% then `promote --full`. Reported per release: the controller's CPU
+//     seconds, its own writes without Events (audit log), its peak RSS, the release time, the
+//     fewest available and most live pods; then the agent/Argo ratios of the run.
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted
@@ -77,6 +84,8 @@
 //	BENCH_TIMEOUT=20m        safety bound of every wait (a failure, never a target)
 //	BENCH_OUT_DIR=<tmp>      agent logs and summary.md (the audit log too, with BENCH_KEEP_AUDIT=1)
 //	WORKLOAD_AGENT_BIN, KUBECTL_WORKLOAD_BIN   binaries to run instead of building them
+//	BENCH_BASELINE_AGENT_BIN=  another agent build BenchmarkVsArgoRollouts also runs, for ratios
+//	ARGO_ROLLOUTS_DIR=         Argo Rollouts' controller and crds/ (default: built into the cache)
 //
 // The scenery of the scale benchmarks is created by the benchmark's own client at 500 QPS (not
 // measured). A quick try-out of them:
