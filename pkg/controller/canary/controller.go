@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,6 +78,10 @@ type Controller struct {
 	mu       sync.Mutex
 	pending  map[string]pendingWrite
 	statuses *expectations.StatusWrites[*writtenStatus]
+	// progressAt is when each Canary's status was last written; progressInterval the least time
+	// between two writes that differ only in progress (status.go; 0: no such wait).
+	progressAt       map[string]time.Time
+	progressInterval time.Duration
 
 	// contests are the objects another field manager keeps changing back (contest.go).
 	contests contests
@@ -116,6 +121,10 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock is the controller's time; nil for the real clock.
 	Clock clock.PassiveClock
+	// ProgressInterval is the least time between two status writes of a Canary that differ only
+	// in progress (pod counts and the messages that say them); 0 writes each at once. The agent
+	// sets ProgressInterval (the constant).
+	ProgressInterval time.Duration
 }
 
 // NewController returns a Canary controller over cfg. It registers its event handlers and
@@ -138,6 +147,8 @@ func NewController(cfg Config) (*Controller, error) {
 		analysisEnv:      analysis.Env{Client: cfg.KubeClient},
 		pending:          map[string]pendingWrite{},
 		statuses:         expectations.NewStatusWrites[*writtenStatus](),
+		progressAt:       map[string]time.Time{},
+		progressInterval: cfg.ProgressInterval,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

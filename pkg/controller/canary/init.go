@@ -26,6 +26,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		ClusterAnalysisTemplates: c.Informers.Apps().V1alpha1().ClusterAnalysisTemplates(),
 		Recorder:                 c.EventRecorder(EventComponent),
 		Clock:                    c.Clock,
+		ProgressInterval:         ProgressInterval,
 		HPAs:                     c.ReferencedInformers.Autoscaling().V2().HorizontalPodAutoscalers(),
 	}
 	if c.GatewayInformers != nil {
