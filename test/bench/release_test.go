@@ -135,11 +135,12 @@ type capacityWatch struct {
 	mu                  sync.Mutex
 	live, avail, newest map[types.UID]bool // newest: available on the released image
 	minAvail, maxLive   int
+	started             bool
 }
 
 func (e *env) watchCapacity(b *testing.B, ns, image string) *capacityWatch {
 	b.Helper()
-	w := &capacityWatch{image: image, stop: make(chan struct{}), minAvail: -1,
+	w := &capacityWatch{image: image, stop: make(chan struct{}),
 		live: map[types.UID]bool{}, avail: map[types.UID]bool{}, newest: map[types.UID]bool{}}
 	f := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(ns),
 		informers.WithTransform(stripManagedFields))
@@ -153,6 +154,9 @@ func (e *env) watchCapacity(b *testing.B, ns, image string) *capacityWatch {
 	}
 	f.Start(w.stop)
 	f.WaitForCacheSync(w.stop)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.minAvail, w.maxLive, w.started = len(w.avail), len(w.live), true
 	return w
 }
 
@@ -178,9 +182,9 @@ func (w *capacityWatch) observe(obj any, deleted bool) {
 	set(w.live, live)
 	set(w.avail, avail)
 	set(w.newest, avail && runsImage(p, w.image))
-	w.maxLive = max(w.maxLive, len(w.live))
-	if w.minAvail < 0 || len(w.avail) < w.minAvail {
-		w.minAvail = len(w.avail)
+	if w.started { // the figures count from the synced list, not while it is read
+		w.maxLive = max(w.maxLive, len(w.live))
+		w.minAvail = min(w.minAvail, len(w.avail))
 	}
 }
 

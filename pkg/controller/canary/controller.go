@@ -82,6 +82,7 @@ type Controller struct {
 	// between two writes that differ only in progress (status.go; 0: no such wait).
 	progressAt       map[string]time.Time
 	progressInterval time.Duration
+	wholeSteps       bool // Config.StableFollowsWholeSteps
 
 	// contests are the objects another field manager keeps changing back (contest.go).
 	contests contests
@@ -125,6 +126,10 @@ type Config struct {
 	// in progress (pod counts and the messages that say them); 0 writes each at once. The agent
 	// sets ProgressInterval (the constant).
 	ProgressInterval time.Duration
+	// StableFollowsWholeSteps makes the stable Deployment give pods up only once every canary pod
+	// asked for (up to the step) is available: one write per canary scale-up, not one per change
+	// of the canary's available count (pair_scale.go, canaryWhole). The agent sets it.
+	StableFollowsWholeSteps bool
 }
 
 // NewController returns a Canary controller over cfg. It registers its event handlers and
@@ -149,6 +154,7 @@ func NewController(cfg Config) (*Controller, error) {
 		statuses:         expectations.NewStatusWrites[*writtenStatus](),
 		progressAt:       map[string]time.Time{},
 		progressInterval: cfg.ProgressInterval,
+		wholeSteps:       cfg.StableFollowsWholeSteps,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

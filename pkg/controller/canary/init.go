@@ -27,6 +27,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		Recorder:                 c.EventRecorder(EventComponent),
 		Clock:                    c.Clock,
 		ProgressInterval:         ProgressInterval,
+		StableFollowsWholeSteps:  true,
 		HPAs:                     c.ReferencedInformers.Autoscaling().V2().HorizontalPodAutoscalers(),
 	}
 	if c.GatewayInformers != nil {

@@ -58,7 +58,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		}
 		bases = append(bases, cn.ResourceVersion)
 	}
-	obs := &observed{canary: cn, analysis: c.templates.resolveAnalysis(cn)}
+	obs := &observed{canary: cn, analysis: c.templates.resolveAnalysis(cn), wholeSteps: c.wholeSteps}
 	if err := rel.observe(ctx, c, obs); err != nil {
 		return err
 	}
