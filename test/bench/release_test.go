@@ -145,15 +145,17 @@ func (e *env) watchCapacity(b *testing.B, ns, image string) *capacityWatch {
 	f := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(ns),
 		informers.WithTransform(stripManagedFields))
 	inf := f.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { w.observe(obj, false) },
 		DeleteFunc: func(obj any) { w.observe(obj, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	f.Start(w.stop)
-	f.WaitForCacheSync(w.stop)
+	// The handler's own sync: every pod of the first list delivered to it, not only stored.
+	cache.WaitForCacheSync(w.stop, reg.HasSynced)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.minAvail, w.maxLive, w.started = len(w.avail), len(w.live), true
