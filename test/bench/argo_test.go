@@ -189,11 +189,8 @@ func (e *env) argoReleases(b *testing.B, dyn dynamic.Interface, argo *argoProc) 
 	defer e.deleteNamespace(b, ns)
 	ctx := context.Background()
 	ro := dyn.Resource(rolloutGVR).Namespace(ns)
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newRollout("release", replicas, "registry.invalid/app:v1"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := ro.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+	obj := &unstructured.Unstructured{Object: newRollout("release", replicas, "registry.invalid/app:v1")}
+	if _, err := ro.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	poll(b, "the Rollout healthy at v1", time.Second, e.rolloutDone(ro, "release"))
