@@ -45,6 +45,7 @@ clean: ## Remove build outputs (the control plane cache stays; see docs/testing.
 
 -include hack/cluster.mk
 -include hack/prometheus.mk
+-include hack/argo-rollouts.mk
 -include hack/dist.mk
 -include hack/bench.mk
 -include hack/demo.mk

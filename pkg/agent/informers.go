@@ -7,7 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/informers/core"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -22,6 +26,14 @@ import (
 // ControllerRevisions, canary Deployments); the managed informer factory lists and watches only
 // those.
 var ManagedSelector = labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent}.AsSelector().String()
+
+// ManagedPodSelector selects the pods the managed factory caches: the agent's, less those of
+// canary Deployments (labelled apps.workload.dev/canary). Those are the ReplicaSet controller's
+// to create and delete, and no controller of the agent reads them but a podHealth check, which
+// lists them from the API server when it measures: caching them cost a decode and a handler
+// call per event of every canary pod, and their memory, for nothing (docs/architecture.md,
+// "What the agent caches").
+var ManagedPodSelector = ManagedSelector + ",!" + v1alpha1.LabelCanaryName
 
 // StripManagedFields is the informers' cache transform: it drops metadata.managedFields, which
 // controllers never read and which often make up a large part of an object, before the object is
@@ -137,10 +149,7 @@ func servesHTTPRoutes(kube kubernetes.Interface) bool {
 // namespace empty means all namespaces.
 func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespace string, resync time.Duration) *Factories {
 	return &Factories{
-		Managed: informers.NewSharedInformerFactoryWithOptions(kube, resync,
-			informers.WithNamespace(namespace),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
-			informers.WithTransform(TrimPods)),
+		Managed: newManagedFactory(kube, namespace, resync),
 		Workloads: externalversions.NewSharedInformerFactoryWithOptions(client, resync,
 			externalversions.WithNamespace(namespace),
 			externalversions.WithTransform(StripManagedFields)),
@@ -148,6 +157,43 @@ func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespa
 			informers.WithNamespace(namespace),
 			informers.WithTransform(StripManagedFields)),
 	}
+}
+
+// managedFactory is the managed-by factory: the managed-by selector for every kind but pods,
+// which select ManagedPodSelector. The generated factory takes one list option tweak for all
+// kinds, so pods are told apart where their informer is built: Core() hands the pod informer
+// this factory, whose InformerFor builds it with the pod selector (the first caller's function
+// builds a kind's shared informer; every caller gets this one).
+type managedFactory struct {
+	informers.SharedInformerFactory
+	namespace string
+}
+
+func newManagedFactory(kube kubernetes.Interface, namespace string, resync time.Duration) *managedFactory {
+	return &managedFactory{
+		SharedInformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, resync,
+			informers.WithNamespace(namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
+			informers.WithTransform(TrimPods)),
+		namespace: namespace,
+	}
+}
+
+// Core is the core group's informers, built through f so that InformerFor sees the pods'.
+func (f *managedFactory) Core() core.Interface {
+	return core.New(f, f.namespace, func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector })
+}
+
+// InformerFor builds the pod informer with ManagedPodSelector, every other one as given.
+func (f *managedFactory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+	if _, ok := obj.(*corev1.Pod); ok {
+		newFunc = func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredPodInformer(client, f.namespace, resync,
+				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+				func(o *metav1.ListOptions) { o.LabelSelector = ManagedPodSelector })
+		}
+	}
+	return f.SharedInformerFactory.InformerFor(obj, newFunc)
 }
 
 // Start starts every informer requested so far. Informers requested later need another Start.

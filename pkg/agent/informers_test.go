@@ -118,6 +118,7 @@ func TestManagedFactoryUsesLabelSelector(t *testing.T) {
 	kube := kubefake.NewClientset(
 		pod("ns", "ours", managedLabels()),
 		pod("ns", "theirs", map[string]string{"app": "x"}),
+		pod("ns", "canary-pod", map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByAgent, v1alpha1.LabelCanaryName: "c"}),
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-ours", Labels: managedLabels()}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-theirs"}},
 	)
@@ -128,14 +129,16 @@ func TestManagedFactoryUsesLabelSelector(t *testing.T) {
 	pvcs.Informer()
 	syncFactories(t, f)
 
-	for _, resource := range []string{"pods", "persistentvolumeclaims"} {
+	// Pods: the managed-by selector less the canary Deployments' pods, which only a podHealth
+	// check reads, from the API server.
+	for resource, want := range map[string]string{"pods": ManagedPodSelector, "persistentvolumeclaims": ManagedSelector} {
 		selectors := listWatchSelectors(kube.Actions(), resource)
 		if len(selectors) == 0 {
 			t.Errorf("no list or watch of %s: %v", resource, kube.Actions())
 		}
 		for _, s := range selectors {
-			if s != "list:"+ManagedSelector && s != "watch:"+ManagedSelector {
-				t.Errorf("%s listed/watched without the managed-by selector: %s", resource, s)
+			if s != "list:"+want && s != "watch:"+want {
+				t.Errorf("%s listed/watched with selector %s, want %s", resource, s, want)
 			}
 		}
 	}
@@ -145,7 +148,7 @@ func TestManagedFactoryUsesLabelSelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(cached) != 1 || cached[0].Name != "ours" {
-		t.Errorf("managed pod cache holds %v, want only the pod labelled managed-by", names(cached))
+		t.Errorf("managed pod cache holds %v, want only the pod labelled managed-by and not canary", names(cached))
 	}
 	if cached[0].ManagedFields != nil {
 		t.Error("managed pod cache keeps managedFields: the transform is not installed")
@@ -248,8 +251,12 @@ func TestEveryControllerInformerIsFiltered(t *testing.T) {
 					continue
 				}
 				listed++
-				if selector != ManagedSelector && referencedUnfiltered[resource] != name {
-					t.Errorf("%s of %s with selector %q, want %q", a.GetVerb(), resource, selector, ManagedSelector)
+				want := ManagedSelector
+				if resource == "pods" {
+					want = ManagedPodSelector
+				}
+				if selector != want && referencedUnfiltered[resource] != name {
+					t.Errorf("%s of %s with selector %q, want %q", a.GetVerb(), resource, selector, want)
 				}
 			}
 			if (listed == 0) != (withoutNativeInformer[name] != "") {

@@ -15,7 +15,7 @@ import (
 )
 
 // Env is what providers need from the process that runs checks; set what the checks in use
-// need (Client for job, Pods for podHealth).
+// need (Client for job, Pods or Client for podHealth).
 type Env struct {
 	Client kubernetes.Interface
 	Jobs   batchlisters.JobLister
@@ -49,8 +49,11 @@ func (e Env) Provider(check *appsv1alpha1.AnalysisCheck, t Target) (Provider, er
 	case p.Web != nil:
 		return e.web(p.Web, t.Namespace)
 	case p.PodHealth != nil:
-		if e.Pods == nil || t.CanaryPods == nil {
-			return nil, fmt.Errorf("check %s: podHealth needs a pod lister and the canary's pod selector", check.Name)
+		if e.Pods == nil && e.Client == nil || t.CanaryPods == nil {
+			return nil, fmt.Errorf("check %s: podHealth needs a pod lister or a client, and the canary's pod selector", check.Name)
+		}
+		if e.Pods == nil {
+			return PodHealth{Client: e.Client, Namespace: t.Namespace, Selector: t.CanaryPods}, nil
 		}
 		return PodHealth{Pods: e.Pods.Pods(t.Namespace), Selector: t.CanaryPods}, nil
 	}

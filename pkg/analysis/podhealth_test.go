@@ -8,7 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -44,13 +47,33 @@ func TestPodHealthMeasure(t *testing.T) {
 	other.Namespace = "other"
 	_ = indexer.Add(other)
 
-	p := PodHealth{Pods: corelisters.NewPodLister(indexer).Pods("ns"), Selector: labels.SelectorFromSet(labels.Set{"app": "canary"})}
-	got, err := p.Measure(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
+	selector := labels.SelectorFromSet(labels.Set{"app": "canary"})
+	var objs []runtime.Object
+	for _, o := range indexer.List() {
+		objs = append(objs, o.(*corev1.Pod))
 	}
-	want := map[string]int64{"pods": 3, "ready": 2, "notReady": 1, "restarts": 4, "totalRestarts": 5}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v (terminating pods, other namespaces and other labels left out)", got, want)
+	kube := kubefake.NewClientset(objs...)
+	for name, p := range map[string]PodHealth{
+		"lister": {Pods: corelisters.NewPodLister(indexer).Pods("ns"), Selector: selector},
+		// The agent's: no canary pod in its cache, a list from the API server's watch cache.
+		"API server": {Client: kube, Namespace: "ns", Selector: selector},
+	} {
+		got, err := p.Measure(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{"pods": 3, "ready": 2, "notReady": 1, "restarts": 4, "totalRestarts": 5}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %v, want %v (terminating pods, other namespaces and other labels left out)", name, got, want)
+		}
+	}
+	var lists []string
+	for _, a := range kube.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok {
+			lists = append(lists, l.GetNamespace()+" "+l.GetListRestrictions().Labels.String())
+		}
+	}
+	if !reflect.DeepEqual(lists, []string{"ns app=canary"}) {
+		t.Errorf("API server lists %q, want one of the canary's pods in its namespace", lists)
 	}
 }

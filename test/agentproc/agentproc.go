@@ -133,6 +133,9 @@ func ModuleRoot() (string, error) {
 type Options struct {
 	// Kubeconfig is passed as --kubeconfig. Required.
 	Kubeconfig string
+	// Binary is the agent binary to run; default Binary(t). A benchmark sets it to compare
+	// another build of the agent in the same run.
+	Binary string
 	// Args are more flags, after the defaults so that they override them, e.g.
 	// "--leader-elect=false", "--namespace=e2e", "--controllers=tapp", "-v=4".
 	//
@@ -180,7 +183,10 @@ func Start(t testing.TB, opts Options) *Agent {
 	if opts.LogTailOnFailure == 0 {
 		opts.LogTailOnFailure = 64 << 10
 	}
-	bin := Binary(t)
+	bin := opts.Binary
+	if bin == "" {
+		bin = Binary(t)
+	}
 	ports, err := freePorts(2)
 	if err != nil {
 		t.Fatalf("agentproc: free ports: %v", err)
@@ -544,13 +550,22 @@ func (a *Agent) RSSParts() (anon, file int64, err error) {
 
 // CPUTime returns the CPU time the running agent has used, user and system, from
 // /proc/<pid>/stat.
-func (a *Agent) CPUTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Pid()))
+func (a *Agent) CPUTime() (time.Duration, error) { return ProcCPUTime(a.Pid()) }
+
+// ProcCPUTime returns the CPU time a running process has used, user and system, from
+// /proc/<pid>/stat: the same figure for the agent and for another controller measured beside
+// it (test/bench runs Argo Rollouts' controller).
+func ProcCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
 	return statCPU(string(b))
 }
+
+// ProcStatus reads a "Name:   1234 kB" field of /proc/<pid>/status (VmHWM, VmRSS, RssAnon,
+// RssFile), in bytes, for any running process.
+func ProcStatus(pid int, field string) (int64, error) { return procStatus(pid, field) }
 
 // statCPU reads utime and stime (fields 14 and 15, clock ticks of 1/100 s, USER_HZ on Linux)
 // of a /proc/<pid>/stat line.

@@ -41,14 +41,7 @@ func BenchmarkCanaryRelease(b *testing.B) {
 	defer w.stop()
 	a := e.startAgent(b, "canary", "--controllers=canary")
 	defer func() { _ = a.Stop() }()
-	c := &appsv1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "release"}}
-	c.Spec.Replicas = int32(replicas)
-	c.Spec.StableRef.Name = "stable"
-	c.Spec.Canary.Name = "canary"
-	c.Spec.Canary.Template = podTemplate("canary", imageV2)
-	for _, p := range []string{"25%", "50%", "75%"} {
-		c.Spec.Steps = append(c.Spec.Steps, appsv1alpha1.CanaryStep{Replicas: intstr.FromString(p)})
-	}
+	c := newCanaryRelease()
 	surge, err := appsv1alpha1.CanaryMaxSurge(&c.Spec)
 	if err != nil {
 		b.Fatal(err)
@@ -72,6 +65,20 @@ func BenchmarkCanaryRelease(b *testing.B) {
 	b.ReportMetric(float64(peak)/float64(limit), "peak/limit")
 	b.ReportMetric(float64(minAvailable)/float64(replicas), "minavail/replicas")
 	b.ReportMetric(lag, "completed-after-stable-gone-s")
+}
+
+// newCanaryRelease is the Canary "release" of the release benchmarks: BENCH_REPLICAS pods from
+// the Deployment "stable" to "canary" on imageV2, in 4 steps (25%, 50%, 75%, then 100%).
+func newCanaryRelease() *appsv1alpha1.Canary {
+	c := &appsv1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "release"}}
+	c.Spec.Replicas = int32(replicas)
+	c.Spec.StableRef.Name = "stable"
+	c.Spec.Canary.Name = "canary"
+	c.Spec.Canary.Template = podTemplate("canary", imageV2)
+	for _, p := range []string{"25%", "50%", "75%"} {
+		c.Spec.Steps = append(c.Spec.Steps, appsv1alpha1.CanaryStep{Replicas: intstr.FromString(p)})
+	}
+	return c
 }
 
 // releaseWatch follows a release from this process: pods (every pod of the namespace belongs to
@@ -126,7 +133,7 @@ func (w *releaseWatch) pod(obj any, deleted bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	live := !deleted && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	live := !deleted && podRunsOn(p)
 	if live {
 		w.pods[p.Name] = p.Labels["app"] == "stable"
 	} else {

@@ -64,6 +64,13 @@
 //     ("loaded"). Printed: p50, p99 and extremes of each; over the load's scale-out, each TApp's
 //     status lag (its last pod Ready → its status complete; p99 target 2 s) and the agent's CPU
 //     seconds per 1000 pod events (events of the load's pods seen by this process's watch).
+//   - BenchmarkVsArgoRollouts (issue 30): the same release of BENCH_REPLICAS pods in 4 steps by
+//     Argo Rollouts' controller (built from its Go module: hack/tools/argo-rollouts, `make
+//     argo-rollouts-bin`) and by the agent, in turns: Argo with its defaults, with
+//     maxUnavailable 0, and paused at 25% then promoted in full; the agent's Canary in pair
+//     form, and paused at 25% then `promote --full`. Reported per release: the controller's CPU
+//     seconds, its own writes without Events (audit log), its peak RSS, the release time, the
+//     fewest available and most live pods; then the agent/Argo ratios of the run.
 //
 // Each phase reports: the wall time until every pod is in its final state (Ready on the new
 // template, seen by a watch) and until the workload's status says so; the pod writes counted
@@ -93,6 +100,8 @@
 //	BENCH_TIMEOUT=20m        safety bound of every wait (a failure, never a target)
 //	BENCH_OUT_DIR=<tmp>      agent logs and summary.md (the audit log too, with BENCH_KEEP_AUDIT=1)
 //	WORKLOAD_AGENT_BIN, KUBECTL_WORKLOAD_BIN   binaries to run instead of building them
+//	BENCH_BASELINE_AGENT_BIN=  another agent build BenchmarkVsArgoRollouts also runs, for ratios
+//	ARGO_ROLLOUTS_DIR=         Argo Rollouts' controller and crds/ (default: built into the cache)
 //
 // The scenery of the scale benchmarks is created by the benchmark's own client at 500 QPS (not
 // measured). A quick try-out of them:

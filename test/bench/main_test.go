@@ -185,7 +185,14 @@ func TestMain(m *testing.M) {
 // the benchmark's cleanup kills it otherwise.
 func (e *env) startAgent(b *testing.B, name string, extraArgs ...string) *agentproc.Agent {
 	b.Helper()
+	return e.startAgentBinary(b, "", name, extraArgs...)
+}
+
+// startAgentBinary is startAgent with another agent binary ("" for the default one).
+func (e *env) startAgentBinary(b *testing.B, bin, name string, extraArgs ...string) *agentproc.Agent {
+	b.Helper()
 	a := agentproc.Start(b, agentproc.Options{
+		Binary:     bin,
 		Kubeconfig: e.cluster.Kubeconfig,
 		Args: append([]string{
 			fmt.Sprintf("--qps=%d", clientQPS),

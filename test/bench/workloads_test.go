@@ -93,6 +93,12 @@ func podLive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
+// podRunsOn reports whether a pod still holds its place on its node: not finished, terminating
+// ones included (they count against a surge bound until they are gone).
+func podRunsOn(p *corev1.Pod) bool {
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
 // runsImage reports whether every container of the pod has image in its spec and in its status.
 func runsImage(p *corev1.Pod, image string) bool {
 	for _, c := range p.Spec.Containers {

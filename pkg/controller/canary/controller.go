@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,6 +78,11 @@ type Controller struct {
 	mu       sync.Mutex
 	pending  map[string]pendingWrite
 	statuses *expectations.StatusWrites[*writtenStatus]
+	// progressAt is when each Canary's status was last written; progressInterval the least time
+	// between two writes that differ only in progress (status.go; 0: no such wait).
+	progressAt       map[string]time.Time
+	progressInterval time.Duration
+	wholeSteps       bool // Config.StableFollowsWholeSteps
 
 	// contests are the objects another field manager keeps changing back (contest.go).
 	contests contests
@@ -99,9 +105,8 @@ type Config struct {
 	// controllers cache every one anyway); nil: that kind is not released.
 	UnitedDeployments informers.UnitedDeploymentInformer
 	TApps             informers.TAppInformer
-	// Pods holds the agent's pods (the managed-by label, which the canary pod template carries),
-	// for podHealth checks; nil: a podHealth check reports an error at each measurement, which
-	// ends inconclusive, never a pass.
+	// Pods holds the canary's pods, for podHealth checks; nil (the agent): a podHealth check
+	// lists them from the API server through KubeClient when it measures.
 	Pods coreinformers.PodInformer
 	// AnalysisTemplates and ClusterAnalysisTemplates are the templates spec.analysis entries
 	// name; nil: an entry naming that kind waits, as for a missing template.
@@ -117,6 +122,14 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock is the controller's time; nil for the real clock.
 	Clock clock.PassiveClock
+	// ProgressInterval is the least time between two status writes of a Canary that differ only
+	// in progress (pod counts and the messages that say them); 0 writes each at once. The agent
+	// sets ProgressInterval (the constant).
+	ProgressInterval time.Duration
+	// StableFollowsWholeSteps makes the stable Deployment give pods up only once every canary pod
+	// asked for (up to the step) is available: one write per canary scale-up, not one per change
+	// of the canary's available count (pair_scale.go, canaryWhole). The agent sets it.
+	StableFollowsWholeSteps bool
 }
 
 // NewController returns a Canary controller over cfg. It registers its event handlers and
@@ -139,6 +152,9 @@ func NewController(cfg Config) (*Controller, error) {
 		analysisEnv:      analysis.Env{Client: cfg.KubeClient},
 		pending:          map[string]pendingWrite{},
 		statuses:         expectations.NewStatusWrites[*writtenStatus](),
+		progressAt:       map[string]time.Time{},
+		progressInterval: cfg.ProgressInterval,
+		wholeSteps:       cfg.StableFollowsWholeSteps,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

@@ -9,8 +9,9 @@ import "github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 // are watched by name too; targeted TApps and UnitedDeployments are read from the agent's
 // shared informers.
 //
-// podHealth checks read the canary's pods from the agent's managed pod informer (the canary pod
-// template carries the managed-by label), so no informer of every pod is needed.
+// The canary's pods are in no cache of the agent (its managed pod informer leaves out the
+// pods labelled apps.workload.dev/canary): nothing the Canary decides reads them, so their
+// events cost nothing; podHealth checks list them from the API server when they measure.
 func Init(c *ctrl.Context) (ctrl.Controller, error) {
 	cfg := Config{
 		KubeClient:        c.KubeClient,
@@ -20,12 +21,13 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		WatchByName:       true,
 		UnitedDeployments: c.Informers.Apps().V1alpha1().UnitedDeployments(),
 		TApps:             c.Informers.Apps().V1alpha1().TApps(),
-		Pods:              c.ManagedInformers.Core().V1().Pods(),
 		// Templates: every one in the cluster (people write few, and a Canary may name any).
 		AnalysisTemplates:        c.Informers.Apps().V1alpha1().AnalysisTemplates(),
 		ClusterAnalysisTemplates: c.Informers.Apps().V1alpha1().ClusterAnalysisTemplates(),
 		Recorder:                 c.EventRecorder(EventComponent),
 		Clock:                    c.Clock,
+		ProgressInterval:         ProgressInterval,
+		StableFollowsWholeSteps:  true,
 		HPAs:                     c.ReferencedInformers.Autoscaling().V2().HorizontalPodAutoscalers(),
 	}
 	if c.GatewayInformers != nil {

@@ -38,6 +38,8 @@ type observed struct {
 	measured map[string]measured
 	// analysis is spec.analysis with its templates resolved (templates.go).
 	analysis *analysisView
+	// wholeSteps is Config.StableFollowsWholeSteps (pair_scale.go, canaryWhole).
+	wholeSteps bool
 }
 
 // deployment returns a Deployment from the lister (nil when it does not exist), or the

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
@@ -109,9 +111,17 @@ func (c *Controller) lastWritten(cached *v1alpha1.Canary) (*v1alpha1.Canary, []s
 // updateStatus writes status through the status subresource when it differs from cn's (cn is
 // the Canary the sync worked from, with the resourceVersion of its last write; last the write
 // it came from, nil for the cached Canary).
+//
+// A status that differs only in progress (progressOnly) is written at most once per
+// progressInterval: the sync that finds it too soon requeues the Canary for the end of the
+// interval instead, and whatever sync runs then writes the counts of that moment.
 func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, bases []string, status v1alpha1.CanaryStatus, last *writtenStatus) error {
 	key := expectations.ObjectKey(cn)
-	if equality.Semantic.DeepEqual(cn.Status, status) {
+	wait := c.progressWait(key, &cn.Status, &status)
+	if wait > 0 {
+		c.Queue.AddAfter(cache.ObjectName{Namespace: cn.Namespace, Name: cn.Name}, wait)
+	}
+	if wait > 0 || equality.Semantic.DeepEqual(cn.Status, status) {
 		if last != nil { // the cache may now lag this sync's metadata patches too
 			c.statuses.WroteOver(key, bases, last.canary.ResourceVersion, &writtenStatus{bases: bases, canary: last.canary})
 		}
@@ -125,7 +135,55 @@ func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, base
 		return fmt.Errorf("updating status of Canary %s: %w", key, err)
 	}
 	c.statuses.WroteOver(key, bases, out.ResourceVersion, &writtenStatus{bases: bases, canary: out.DeepCopy()})
+	c.mu.Lock()
+	c.progressAt[key] = c.clock.Now()
+	c.mu.Unlock()
 	return nil
+}
+
+// ProgressInterval is the agent's least time between two status writes of a Canary that differ
+// only in progress: while a step's pods come up, the Deployment controller reports their availability
+// every few pods, and writing each count cost a status write apiece (most of the agent's writes
+// in a release; bench/RESULTS.md, "Against Argo Rollouts"). A change of phase, batch, batch
+// state, condition status or reason, analysis, traffic or abort is written at once.
+const ProgressInterval = 2 * time.Second
+
+// progressWait is how long to hold a status that differs from old only in progress (0: write
+// it now).
+func (c *Controller) progressWait(key string, old, status *v1alpha1.CanaryStatus) time.Duration {
+	if c.progressInterval <= 0 || !progressOnly(old, status) {
+		return 0
+	}
+	c.mu.Lock()
+	at, ok := c.progressAt[key]
+	c.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	return max(0, c.progressInterval-c.clock.Since(at))
+}
+
+func (c *Controller) forgetProgress(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.progressAt, key)
+}
+
+// progressOnly reports whether two statuses differ, and only in progress: the pod counts, the
+// message and the conditions' messages, which say the same counts.
+func progressOnly(old, status *v1alpha1.CanaryStatus) bool {
+	return !equality.Semantic.DeepEqual(old, status) &&
+		equality.Semantic.DeepEqual(withoutProgress(old), withoutProgress(status))
+}
+
+func withoutProgress(s *v1alpha1.CanaryStatus) *v1alpha1.CanaryStatus {
+	out := s.DeepCopy()
+	out.Message = ""
+	out.Replicas, out.CanaryReplicas, out.CanaryAvailable, out.StableReplicas, out.StableAvailable = 0, 0, 0, 0, 0
+	for i := range out.Conditions {
+		out.Conditions[i].Message = ""
+	}
+	return out
 }
 
 // reportStatusRefused makes a status the API server refused (for a reason other than a stale

@@ -31,6 +31,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		c.deployments.release(key)
 		c.forgetTarget(key)
 		c.statuses.Forget(key.String())
+		c.forgetProgress(key.String())
 		c.contests.forget(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil
@@ -57,7 +58,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		}
 		bases = append(bases, cn.ResourceVersion)
 	}
-	obs := &observed{canary: cn, analysis: c.templates.resolveAnalysis(cn)}
+	obs := &observed{canary: cn, analysis: c.templates.resolveAnalysis(cn), wholeSteps: c.wholeSteps}
 	if err := rel.observe(ctx, c, obs); err != nil {
 		return err
 	}
