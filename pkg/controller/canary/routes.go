@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 	"github.com/kubectl-workload/kubectl-workload/pkg/traffic"
 )
 
@@ -36,7 +36,7 @@ const serviceTTL = 15 * time.Second
 type trafficClients struct {
 	gateway  gatewayclient.Interface
 	routes   gatewaylisters.HTTPRouteLister
-	kube     kubernetes.Interface
+	kube     kubeclient.Interface
 	mu       sync.Mutex
 	services map[string]cachedService
 }
