@@ -144,7 +144,7 @@ func (f *Factory) Start(stop <-chan struct{}) {
 }
 
 // WaitForCacheSync waits until every started informer has synced or stop is closed, and returns
-// whether each did.
+// whether each did. It waits on the informers' sync signals, without polling.
 func (f *Factory) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
 	f.lock.Lock()
 	started := map[reflect.Type]cache.SharedIndexInformer{}
@@ -154,9 +154,14 @@ func (f *Factory) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
 		}
 	}
 	f.lock.Unlock()
+	checkers := make([]cache.DoneChecker, 0, len(started))
+	for _, inf := range started {
+		checkers = append(checkers, inf.HasSyncedChecker())
+	}
+	cache.WaitFor(wait.ContextForChannel(stop), "" /* no logging */, checkers...)
 	synced := make(map[reflect.Type]bool, len(started))
 	for typ, inf := range started {
-		synced[typ] = cache.WaitForCacheSync(stop, inf.HasSynced)
+		synced[typ] = inf.HasSynced()
 	}
 	return synced
 }

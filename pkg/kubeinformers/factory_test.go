@@ -1,14 +1,18 @@
 package kubeinformers
 
 import (
+	"errors"
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 func obj(ns, name, label string) metav1.ObjectMeta {
@@ -83,5 +87,28 @@ func TestFactory(t *testing.T) {
 	f.Start(make(chan struct{}))
 	if len(f.started) != 2 {
 		t.Errorf("Start after Shutdown started informers: %v", f.started)
+	}
+}
+
+// TestWaitForCacheSyncReportsUnsynced: an informer whose list keeps failing is reported as not
+// synced once stop is closed, and one that listed as synced.
+func TestWaitForCacheSyncReportsUnsynced(t *testing.T) {
+	kube := fake.NewClientset()
+	kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("no pods today")
+	})
+	f := New(kube, 0)
+	f.Pods().Informer()
+	f.StatefulSets().Informer()
+	stop := make(chan struct{})
+	f.Start(stop)
+	if !cache.WaitForCacheSync(stop, f.StatefulSets().Informer().HasSynced) {
+		t.Fatal("statefulsets did not sync")
+	}
+	close(stop)
+	synced := f.WaitForCacheSync(stop)
+	f.Shutdown()
+	if synced[reflect.TypeOf(&corev1.Pod{})] || !synced[reflect.TypeOf(&appsv1.StatefulSet{})] {
+		t.Errorf("synced %v, want pods false and statefulsets true", synced)
 	}
 }
