@@ -27,7 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
@@ -69,7 +69,7 @@ type Clients struct {
 	// status is never queued behind the pod writes of a scale-out. Nil means Client.
 	Status versioned.Interface
 	// Gateway is for gateway.networking.k8s.io (a Canary's HTTPRoute); nil: no traffic routing.
-	Gateway gatewayclient.Interface
+	Gateway gatewayclient.GatewayV1Interface
 	// LeaderElection is for the Lease; nil means Kube. It has its own rate limiter and a short
 	// timeout so that renewals neither queue behind controller traffic nor hang. It is not
 	// fenced: it is what keeps the fence open.
@@ -509,7 +509,7 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 
 	factories := NewFactories(a.clients.Kube, a.clients.Client, a.opts.Namespace, a.opts.ResyncPeriod)
 	if a.clients.Gateway != nil && servesHTTPRoutes(a.clients.Kube) {
-		factories.EnableGateway(a.clients.Gateway, a.opts.Namespace, a.opts.ResyncPeriod)
+		factories.EnableGateway(a.clients.Kube, a.opts.Namespace, a.opts.ResyncPeriod)
 	}
 	controllers, err := a.initControllers(ctx, factories, recorder)
 	if err != nil {

@@ -3,15 +3,14 @@ package agent
 import (
 	"time"
 
-	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
-	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -108,7 +107,7 @@ type Factories struct {
 	// Gateway is for the Gateway API's HTTPRoutes (a Canary's route), scoped to the namespace;
 	// nil unless EnableGateway was called. Not filtered by labels: routes are the user's, and
 	// few (docs/traffic.md, "What the agent caches").
-	Gateway gatewayinformers.SharedInformerFactory
+	Gateway *kubeinformers.Factory
 	// Referenced is for the few native objects of the user's that a controller reads though
 	// no label of ours marks them: HorizontalPodAutoscalers (a Canary refuses one that scales
 	// the Deployments it moves; docs/canary.md, "Autoscaling"). Unfiltered, scoped to the
@@ -118,10 +117,11 @@ type Factories struct {
 }
 
 // EnableGateway adds the Gateway API factory, with the StripManagedFields transform.
-func (f *Factories) EnableGateway(client gatewayclient.Interface, namespace string, resync time.Duration) {
-	f.Gateway = gatewayinformers.NewSharedInformerFactoryWithOptions(client, resync,
-		gatewayinformers.WithNamespace(namespace),
-		gatewayinformers.WithTransform(StripManagedFields))
+// Its informers list through the Gateway API client handed to HTTPRoutes.
+func (f *Factories) EnableGateway(kube kubeclient.Interface, namespace string, resync time.Duration) {
+	f.Gateway = kubeinformers.New(kube, resync,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTransform(StripManagedFields))
 }
 
 // servesHTTPRoutes reports whether the API server serves gateway.networking.k8s.io/v1

@@ -1,5 +1,5 @@
-// Package kubeinformers builds shared informers of the native kinds the agent watches, one
-// resource at a time.
+// Package kubeinformers builds shared informers of the kinds the agent watches (native ones and
+// the Gateway API's HTTPRoutes), one resource at a time.
 //
 // client-go's informers.NewSharedInformerFactory reaches an informer of every resource of every
 // API group (its ForResource alone is 80 kB of code) and takes the whole kubernetes.Interface, so
@@ -88,8 +88,9 @@ type lister[L runtime.Object] interface {
 }
 
 // informerFor returns obj's kind's shared informer, built on the first call from the kind's
-// namespaced client.
-func informerFor[L runtime.Object](f *Factory, obj runtime.Object, client func(namespace string) lister[L]) cache.SharedIndexInformer {
+// namespaced client; api is the client the kind's group is reached through (it tells whether
+// watch-list requests are supported, as the generated informers ask of theirs).
+func informerFor[L runtime.Object](f *Factory, obj runtime.Object, api any, client func(namespace string) lister[L]) cache.SharedIndexInformer {
 	f.lock.Lock()
 	defer f.lock.Unlock()
 	typ := reflect.TypeOf(obj)
@@ -115,7 +116,7 @@ func informerFor[L runtime.Object](f *Factory, obj runtime.Object, client func(n
 			return c.Watch(ctx, options(o))
 		},
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, f.client), obj,
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, api), obj,
 		cache.SharedIndexInformerOptions{
 			ResyncPeriod: f.resync,
 			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},

@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 )
 
 func obj(ns, name, label string) metav1.ObjectMeta {
@@ -112,3 +115,43 @@ func TestWaitForCacheSyncReportsUnsynced(t *testing.T) {
 		t.Errorf("synced %v, want pods false and statefulsets true", synced)
 	}
 }
+
+// TestHTTPRoutes: the HTTPRoute informer lists through the Gateway API v1 client it is given,
+// in the factory's namespace, with its transform.
+func TestHTTPRoutes(t *testing.T) {
+	gw := gatewayfake.NewClientset(
+		&gatewayv1.HTTPRoute{ObjectMeta: obj("a", "r", "x")},
+		&gatewayv1.HTTPRoute{ObjectMeta: obj("b", "s", "x")},
+	)
+	f := New(nil, 0, WithNamespace("a"), WithTransform(func(o interface{}) (interface{}, error) {
+		o.(metav1.Object).SetManagedFields(nil)
+		return o, nil
+	}))
+	routes := f.HTTPRoutes(fakeV1{gw.GatewayV1()}).Lister()
+	stop := make(chan struct{})
+	defer f.Shutdown()
+	defer close(stop)
+	f.Start(stop)
+	for typ, ok := range f.WaitForCacheSync(stop) {
+		if !ok {
+			t.Fatalf("%v did not sync", typ)
+		}
+	}
+	got, _ := routes.List(labels.Everything())
+	if len(got) != 1 || got[0].Name != "r" || got[0].ManagedFields != nil {
+		t.Errorf("route cache: %v, want r alone and without managedFields", got)
+	}
+	for _, a := range gw.Actions() {
+		if a.GetNamespace() != "a" {
+			t.Errorf("%s %s in namespace %q, want a", a.GetVerb(), a.GetResource().Resource, a.GetNamespace())
+		}
+	}
+}
+
+// fakeV1 is the fake's v1 client, telling the reflector (as the fake clientset does) that it
+// serves no watch-list requests: a reflector that asked for one would never sync.
+type fakeV1 struct {
+	gatewayclient.GatewayV1Interface
+}
+
+func (fakeV1) IsWatchListSemanticsUnSupported() bool { return true }

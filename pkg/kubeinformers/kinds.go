@@ -59,14 +59,14 @@ func (k kind[L]) Lister() L                           { return k.newLister(k.inf
 // Pods is the factory's Pod informer.
 func (f *Factory) Pods() PodInformer {
 	return kind[corelisters.PodLister]{func() cache.SharedIndexInformer {
-		return informerFor(f, &corev1.Pod{}, func(ns string) lister[*corev1.PodList] { return f.client.CoreV1().Pods(ns) })
+		return informerFor(f, &corev1.Pod{}, f.client, func(ns string) lister[*corev1.PodList] { return f.client.CoreV1().Pods(ns) })
 	}, corelisters.NewPodLister}
 }
 
 // PersistentVolumeClaims is the factory's PersistentVolumeClaim informer.
 func (f *Factory) PersistentVolumeClaims() PersistentVolumeClaimInformer {
 	return kind[corelisters.PersistentVolumeClaimLister]{func() cache.SharedIndexInformer {
-		return informerFor(f, &corev1.PersistentVolumeClaim{}, func(ns string) lister[*corev1.PersistentVolumeClaimList] {
+		return informerFor(f, &corev1.PersistentVolumeClaim{}, f.client, func(ns string) lister[*corev1.PersistentVolumeClaimList] {
 			return f.client.CoreV1().PersistentVolumeClaims(ns)
 		})
 	}, corelisters.NewPersistentVolumeClaimLister}
@@ -75,7 +75,7 @@ func (f *Factory) PersistentVolumeClaims() PersistentVolumeClaimInformer {
 // ControllerRevisions is the factory's ControllerRevision informer.
 func (f *Factory) ControllerRevisions() ControllerRevisionInformer {
 	return kind[appslisters.ControllerRevisionLister]{func() cache.SharedIndexInformer {
-		return informerFor(f, &appsv1.ControllerRevision{}, func(ns string) lister[*appsv1.ControllerRevisionList] {
+		return informerFor(f, &appsv1.ControllerRevision{}, f.client, func(ns string) lister[*appsv1.ControllerRevisionList] {
 			return f.client.AppsV1().ControllerRevisions(ns)
 		})
 	}, appslisters.NewControllerRevisionLister}
@@ -84,7 +84,7 @@ func (f *Factory) ControllerRevisions() ControllerRevisionInformer {
 // Deployments is the factory's Deployment informer.
 func (f *Factory) Deployments() DeploymentInformer {
 	return kind[appslisters.DeploymentLister]{func() cache.SharedIndexInformer {
-		return informerFor(f, &appsv1.Deployment{}, func(ns string) lister[*appsv1.DeploymentList] {
+		return informerFor(f, &appsv1.Deployment{}, f.client, func(ns string) lister[*appsv1.DeploymentList] {
 			return f.client.AppsV1().Deployments(ns)
 		})
 	}, appslisters.NewDeploymentLister}
@@ -93,7 +93,7 @@ func (f *Factory) Deployments() DeploymentInformer {
 // StatefulSets is the factory's StatefulSet informer.
 func (f *Factory) StatefulSets() StatefulSetInformer {
 	return kind[appslisters.StatefulSetLister]{func() cache.SharedIndexInformer {
-		return informerFor(f, &appsv1.StatefulSet{}, func(ns string) lister[*appsv1.StatefulSetList] {
+		return informerFor(f, &appsv1.StatefulSet{}, f.client, func(ns string) lister[*appsv1.StatefulSetList] {
 			return f.client.AppsV1().StatefulSets(ns)
 		})
 	}, appslisters.NewStatefulSetLister}
@@ -102,7 +102,7 @@ func (f *Factory) StatefulSets() StatefulSetInformer {
 // HorizontalPodAutoscalers is the factory's autoscaling/v2 HorizontalPodAutoscaler informer.
 func (f *Factory) HorizontalPodAutoscalers() HorizontalPodAutoscalerInformer {
 	return kind[autoscalinglisters.HorizontalPodAutoscalerLister]{func() cache.SharedIndexInformer {
-		return informerFor(f, &autoscalingv2.HorizontalPodAutoscaler{}, func(ns string) lister[*autoscalingv2.HorizontalPodAutoscalerList] {
+		return informerFor(f, &autoscalingv2.HorizontalPodAutoscaler{}, f.client, func(ns string) lister[*autoscalingv2.HorizontalPodAutoscalerList] {
 			return f.client.AutoscalingV2().HorizontalPodAutoscalers(ns)
 		})
 	}, autoscalinglisters.NewHorizontalPodAutoscalerLister}

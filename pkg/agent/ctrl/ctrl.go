@@ -22,12 +22,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
-	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -50,13 +50,13 @@ type Context struct {
 	// API group through a client budget of its own (--status-qps), so that status writes never
 	// wait behind pod writes. Nil means Client (tests). Use Context.Statuses.
 	StatusClient versioned.Interface
-	// GatewayClient is the client for gateway.networking.k8s.io (HTTPRoutes a Canary routes
+	// GatewayClient is the client for gateway.networking.k8s.io/v1 (HTTPRoutes a Canary routes
 	// traffic through).
-	GatewayClient gatewayclient.Interface
+	GatewayClient gatewayclient.GatewayV1Interface
 	// GatewayInformers is the shared factory for Gateway API objects, scoped to Namespace; nil
 	// when the cluster serves no gateway.networking.k8s.io/v1 HTTPRoute (an informer of a
 	// resource the server lacks would never sync and hold every controller back).
-	GatewayInformers gatewayinformers.SharedInformerFactory
+	GatewayInformers *kubeinformers.Factory
 
 	// ManagedInformers is the shared factory (of the kinds the agent reads) for every native object the agent creates (Pods,
 	// PersistentVolumeClaims, subset StatefulSets and Deployments, ControllerRevisions, canary

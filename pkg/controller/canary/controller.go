@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
-	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,8 +17,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -112,8 +112,8 @@ type Config struct {
 	ClusterAnalysisTemplates informers.ClusterAnalysisTemplateInformer
 	// Gateway and HTTPRoutes let the controller route traffic (routes.go); nil when the cluster
 	// has no Gateway API: every Canary with traffic routing then says GatewayAPIUnavailable.
-	Gateway    gatewayclient.Interface
-	HTTPRoutes gatewayinformers.HTTPRouteInformer
+	Gateway    gatewayclient.GatewayV1Interface
+	HTTPRoutes kubeinformers.HTTPRouteInformer
 	// HPAs lets the controller refuse a HorizontalPodAutoscaler on a Deployment whose replicas a
 	// release sets (autoscale.go); nil: it is not told, and its writes meet the contest rule.
 	HPAs     kubeinformers.HorizontalPodAutoscalerInformer

@@ -31,7 +31,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		HPAs:                     c.ReferencedInformers.HorizontalPodAutoscalers(),
 	}
 	if c.GatewayInformers != nil {
-		cfg.Gateway, cfg.HTTPRoutes = c.GatewayClient, c.GatewayInformers.Gateway().V1().HTTPRoutes()
+		cfg.Gateway, cfg.HTTPRoutes = c.GatewayClient, c.GatewayInformers.HTTPRoutes(c.GatewayClient)
 	}
 	cc, err := NewController(cfg)
 	if err != nil {
