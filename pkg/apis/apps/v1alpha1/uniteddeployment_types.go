@@ -150,6 +150,26 @@ type Subset struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="subset replicas must be a non-negative integer or a percentage from 0% to 100%"
 	// +optional
 	Replicas *intstr.IntOrString `json:"replicas,omitempty"`
+
+	// ClusterProfileRef puts this subset's workload in a member cluster: the SIG-Multicluster
+	// ClusterProfile (multicluster.x-k8s.io) on the agent's own cluster that describes the member
+	// and how to reach it (docs/fleet.md). NodeSelectorTerm and Tolerations still apply, inside
+	// that cluster. Without it the workload runs in the agent's own cluster.
+	// +optional
+	ClusterProfileRef *ClusterProfileReference `json:"clusterProfileRef,omitempty"`
+}
+
+// ClusterProfileReference names a ClusterProfile on the agent's own (hub) cluster.
+type ClusterProfileReference struct {
+	// Namespace of the ClusterProfile (cluster managers publish them in one namespace of the hub,
+	// for example open-cluster-management-addon or fleet-system).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the ClusterProfile.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // UpdateStrategyType names how a UnitedDeployment releases a changed template.
@@ -254,6 +274,25 @@ type SubsetStatus struct {
 	// Partition in force for the subset (after capping at its replicas).
 	// +optional
 	Partition int32 `json:"partition"`
+	// Cluster is the member cluster's state, for a subset with a clusterProfileRef.
+	// +optional
+	Cluster *SubsetClusterStatus `json:"cluster,omitempty"`
+}
+
+// SubsetClusterStatus is what the agent last saw of a subset's member cluster.
+type SubsetClusterStatus struct {
+	// ClusterProfile is the ClusterProfile's namespace/name.
+	ClusterProfile string `json:"clusterProfile"`
+	// Reachable is true while the ClusterProfile's ControlPlaneHealthy condition is True and the
+	// agent's last request to the member succeeded. The counts of an unreachable subset are the
+	// last ones seen; a release never counts its wave as passed.
+	Reachable bool `json:"reachable"`
+	// Message says why the member is not reachable (never a credential).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastSeenTime is when the agent last read the member's workload.
+	// +optional
+	LastSeenTime *metav1.Time `json:"lastSeenTime,omitempty"`
 }
 
 // UnitedDeployment condition types.
