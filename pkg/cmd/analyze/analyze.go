@@ -4,6 +4,7 @@ package analyze
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -166,6 +167,12 @@ func (o *Options) addTemplate(spec *v1alpha1.AnalysisTemplateSpec, ref string) e
 		given[k] = v
 	}
 	checks, err := analysis.ExpandTemplate("", spec, given)
+	var unset *analysis.UnsetArgsError
+	if errors.As(err, &unset) {
+		// The template's own wording speaks of a Canary's args; here the value comes from a flag.
+		return fmt.Errorf("argument %s has no value: give it with --arg %s=VALUE (the template has no default)",
+			strings.Join(unset.Names, ", "), unset.Names[0])
+	}
 	if err != nil {
 		return err
 	}
