@@ -119,9 +119,18 @@ func resolveOffline(typed, name, namespace string, rest []string, err error, all
 
 func allowedKind(ref Ref, allowed []Kind) error {
 	if !kindIn(ref.Kind, allowed) {
-		return fmt.Errorf("%s: this command does not work on a %s; it works on %s", ref, ref.Kind.Name, names(allowed))
+		return fmt.Errorf("%s: this command does not work on %s; it works on %s", ref, article(ref.Kind.Name), names(allowed))
 	}
 	return nil
+}
+
+// article puts "a" or "an" before a kind's name, by its first letter (kinds are spelled, not
+// said: "an AnalysisTemplate", "a UnitedDeployment").
+func article(name string) string {
+	if name != "" && strings.ContainsRune("AEIOaeio", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // splitRef splits TYPE/NAME or TYPE NAME from the arguments after it.
