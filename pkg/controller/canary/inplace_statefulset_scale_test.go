@@ -56,8 +56,8 @@ func TestStatefulSetDeletionsAfterAScaleUp(t *testing.T) {
 		pods []string
 		want string
 	}{
-		"ready ones one at a time": {[]string{"v1", "v1", "v1", "v2", "v2", "v2", "v2", "v2"}, "ledger-5"},
-		"not ready first and free": {[]string{"v1", "v1", "v1", "v2", "v2!", "v2", "v2", "v2"}, "ledger-4"},
+		"ready ones one at a time":  {[]string{"v1", "v1", "v1", "v2", "v2", "v2", "v2", "v2"}, "ledger-5"},
+		"not ready first and free":  {[]string{"v1", "v1", "v1", "v2", "v2!", "v2", "v2", "v2"}, "ledger-4"},
 		"a missing pod holds ready": {[]string{"v1", "v1", "v1", "v2", "v2", "v1", "v2", "-"}, ""},
 		"another pod not ready":     {[]string{"v1", "v1!", "v1", "v2", "v1", "v1", "v2", "v2"}, ""},
 		"nothing below partition 6": {[]string{"v1", "v1", "v1", "v1", "v1", "v1", "v2", "v2"}, ""},
