@@ -65,10 +65,12 @@ func (t statefulSetTarget) converge(ctx context.Context, c *Controller, keep int
 
 // statefulSetDeletions returns the pods of s below ordinal keep on its update revision to delete
 // now: every one not ready (deleting it costs no capacity), and, while every other pod of s is
-// there and ready, one ready one, the highest ordinal first, at the pace of the StatefulSet's own
-// rolling update (one pod unavailable at a time).
+// there and ready and the StatefulSet has no pod of its own to update (every one from keep up
+// runs the update revision), one ready one, the highest ordinal first: one pod unavailable at a
+// time, the pace of the StatefulSet's own rolling update, which never runs alongside.
 func statefulSetDeletions(s *appsv1.StatefulSet, pods []*corev1.Pod, keep int32) []*corev1.Pod {
 	ready := int32(0)
+	updating := false
 	var extra []*corev1.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
@@ -77,8 +79,13 @@ func statefulSetDeletions(s *appsv1.StatefulSet, pods []*corev1.Pod, keep int32)
 		if podReady(p) {
 			ready++
 		}
-		if n, ok := ordinal(s, p); ok && n < keep && p.Labels[appsv1.ControllerRevisionHashLabelKey] == s.Status.UpdateRevision {
+		n, ok := ordinal(s, p)
+		onUpdate := p.Labels[appsv1.ControllerRevisionHashLabelKey] == s.Status.UpdateRevision
+		switch {
+		case ok && n < keep && onUpdate:
 			extra = append(extra, p)
+		case ok && n >= keep && !onUpdate:
+			updating = true
 		}
 	}
 	slices.SortFunc(extra, func(a, b *corev1.Pod) int {
@@ -87,6 +94,9 @@ func statefulSetDeletions(s *appsv1.StatefulSet, pods []*corev1.Pod, keep int32)
 		return cmp.Or(cmp.Compare(b2i(podReady(a)), b2i(podReady(b))), cmp.Compare(nb, na))
 	})
 	budget := 1 - max(0, stsReplicas(s)-ready)
+	if updating {
+		budget = 0
+	}
 	var out []*corev1.Pod
 	for _, p := range extra {
 		if podReady(p) {

@@ -56,11 +56,12 @@ func TestStatefulSetDeletionsAfterAScaleUp(t *testing.T) {
 		pods []string
 		want string
 	}{
-		"ready ones one at a time":  {[]string{"v1", "v1", "v1", "v2", "v2", "v2", "v2", "v2"}, "ledger-5"},
-		"not ready first and free":  {[]string{"v1", "v1", "v1", "v2", "v2!", "v2", "v2", "v2"}, "ledger-4"},
-		"a missing pod holds ready": {[]string{"v1", "v1", "v1", "v2", "v2", "v1", "v2", "-"}, ""},
-		"another pod not ready":     {[]string{"v1", "v1!", "v1", "v2", "v1", "v1", "v2", "v2"}, ""},
-		"nothing below partition 6": {[]string{"v1", "v1", "v1", "v1", "v1", "v1", "v2", "v2"}, ""},
+		"ready ones one at a time":   {[]string{"v1", "v1", "v1", "v2", "v2", "v2", "v2", "v2"}, "ledger-5"},
+		"not ready first and free":   {[]string{"v1", "v1", "v1", "v2", "v2!", "v2", "v2", "v2"}, "ledger-4"},
+		"a missing pod holds ready":  {[]string{"v1", "v1", "v1", "v2", "v2", "v1", "v2", "-"}, ""},
+		"another pod not ready":      {[]string{"v1", "v1!", "v1", "v2", "v1", "v1", "v2", "v2"}, ""},
+		"its own update holds ready": {[]string{"v1", "v1", "v1", "v2", "v2", "v2", "v1", "v2"}, ""},
+		"nothing below partition 6":  {[]string{"v1", "v1", "v1", "v1", "v1", "v1", "v2", "v2"}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := scaled(ledger(6, 0, "v1", "v2"), 8)
