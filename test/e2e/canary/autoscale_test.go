@@ -73,7 +73,8 @@ func TestScaleTheCanaryMidRelease(t *testing.T) {
 
 // A StatefulSet target followed by a Canary without spec.replicas, scaled as its autoscaler
 // would (the StatefulSet's scale subresource) from 4 to 8 while step 1 (25%) waits for
-// promotion: the partition follows to 6 (2 of 8), and after the promote the
+// promotion: the partition follows to 6 (2 of 8) and exactly ordinals 6 and 7 run the new
+// revision (the agent deletes the pods below the partition on it), and after the promote the
 // release completes with every one of the 8 on it and the StatefulSet held at 8; the Canary's
 // spec.replicas is never written.
 func TestStatefulSetTargetFollowsItsReplicas(t *testing.T) {
@@ -101,15 +102,22 @@ func TestStatefulSetTargetFollowsItsReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The StatefulSet makes ordinals 4 to 7 on the update revision before the agent raises the
-	// partition, and a partition never takes a pod back: more than the step's share run v2 until
-	// the promote (docs/canary.md, "Autoscaling").
-	e.waitStatefulSet("step 1 of 8: partition 6, 8 ready pods", func(s *appsv1.StatefulSet) bool {
-		return partitionOf(s) == 6 && s.Status.ReadyReplicas == 8 && s.Status.UpdatedReplicas >= 2
+	// partition to 6; the agent then deletes the pods below it on the update revision (3, the
+	// step's pod of 4, and whichever of 4 and 5 were made before the partition moved), and the
+	// StatefulSet makes them again on the stable one: the step's share of the new total, 2 of 8,
+	// never more (docs/canary-targets.md, "A StatefulSet or TApp scaled mid-release").
+	e.waitStatefulSet("step 1 of 8: partition 6, 8 ready pods, 2 on the update revision", func(s *appsv1.StatefulSet) bool {
+		return partitionOf(s) == 6 && s.Status.ReadyReplicas == 8 && s.Status.UpdatedReplicas == 2 && s.Status.CurrentReplicas == 6
 	})
-	t.Logf("at step 1 of 8: images %v", e.images())
+	if got, want := e.podImages(), ordinalImages(8, 6, "example.com/ledger:v1", "example.com/ledger:v2"); got != want {
+		t.Errorf("at step 1 of 8: pods %s, want %s", got, want)
+	}
 	c = e.waitCanary("step 1 of 8 to wait for promotion", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
 		return waitingBatch(c) == 1 && c.Status.Replicas == 8 && c.Status.Target != nil && c.Status.Target.Partition == 6
 	})
+	if c.Status.CanaryReplicas != 2 || c.Status.StableReplicas != 6 {
+		t.Errorf("step 1 of 8 with %d canary and %d stable pods, want 2 and 6", c.Status.CanaryReplicas, c.Status.StableReplicas)
+	}
 	e.promote(c)
 	c = e.waitCanary("the release to complete with 8 pods", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil &&
