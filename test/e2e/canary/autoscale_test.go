@@ -1,8 +1,6 @@
 package canary
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
-	"github.com/kubectl-workload/kubectl-workload/test/e2e/pluginexec"
 )
 
 // The Canary's scale subresource, as an autoscaler uses it: kubectl scale canary/checkout raises
@@ -26,22 +23,12 @@ func TestScaleTheCanaryMidRelease(t *testing.T) {
 		return waitingBatch(c) == 1
 	})
 	e.limit.Store(2 * 14) // maxSurge 100% of the new total
-	kubectl := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(e.Ctx, pluginexec.Kubectl(t), append([]string{"-n", e.NS}, args...)...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Cluster.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	kubectl("scale", "canary/"+name, "--replicas=14")
+	kubectl(t, e.Env, "scale", "canary/"+name, "--replicas=14")
 	c = e.waitCanary("the total of 14 to be served at batch 1", func(c *v1alpha1.Canary, stable, canary *appsv1.Deployment) bool {
 		return waitingBatch(c) == 1 && c.Spec.Replicas == 14 && c.Status.Replicas == 14 &&
 			stable.Status.AvailableReplicas+canary.Status.AvailableReplicas >= 14
 	})
-	scale := kubectl("get", "canary/"+name, "--subresource=scale", "-o", "jsonpath={.spec.replicas} {.status.replicas} {.status.selector}")
+	scale := kubectl(t, e.Env, "get", "canary/"+name, "--subresource=scale", "-o", "jsonpath={.spec.replicas} {.status.replicas} {.status.selector}")
 	if scale != "14 14 app=checkout,track=stable" {
 		t.Errorf("scale subresource %q, want spec 14, status 14 and the stable Deployment's selector", scale)
 	}
@@ -109,7 +96,7 @@ func TestStatefulSetTargetFollowsItsReplicas(t *testing.T) {
 	e.waitStatefulSet("step 1 of 8: partition 6, 8 ready pods, 2 on the update revision", func(s *appsv1.StatefulSet) bool {
 		return partitionOf(s) == 6 && s.Status.ReadyReplicas == 8 && s.Status.UpdatedReplicas == 2 && s.Status.CurrentReplicas == 6
 	})
-	if got, want := e.podImages(), ordinalImages(8, 6, "example.com/ledger:v1", "example.com/ledger:v2"); got != want {
+	if got, want := e.podImages(), ordinalImages(stsName, 8, 6, "example.com/ledger:v1", "example.com/ledger:v2"); got != want {
 		t.Errorf("at step 1 of 8: pods %s, want %s", got, want)
 	}
 	c = e.waitCanary("step 1 of 8 to wait for promotion", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
@@ -130,13 +117,5 @@ func TestStatefulSetTargetFollowsItsReplicas(t *testing.T) {
 	if c.Spec.Replicas != 0 {
 		t.Errorf("spec.replicas %d, want it left out", c.Spec.Replicas)
 	}
-	events, err := e.Kube.CoreV1().Events(e.NS).List(e.Ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Canary,involvedObject.name=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range events.Items {
-		if strings.Contains(ev.Reason, "Contested") || ev.Reason == v1alpha1.ReasonInvalidSpec {
-			t.Errorf("Event %s: %s", ev.Reason, ev.Message)
-		}
-	}
+	noContest(e.Env)
 }

@@ -151,7 +151,14 @@ func (e *targetEnv) images() map[string]int {
 // "ledger-0=image ledger-1=image ...".
 func (e *targetEnv) podImages() string {
 	e.T.Helper()
-	pods, err := e.Kube.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=" + stsName})
+	return e.podImagesOf("app="+stsName, stsName)
+}
+
+// podImagesOf lists the live pods of selector named <workload>-<ordinal> with their image, by
+// ordinal: "<workload>-0=image <workload>-1=image ...".
+func (e *env) podImagesOf(selector, workload string) string {
+	e.T.Helper()
+	pods, err := e.Kube.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -161,28 +168,28 @@ func (e *targetEnv) podImages() string {
 	}
 	var live []pod
 	for _, p := range pods.Items {
-		if n, err := strconv.Atoi(strings.TrimPrefix(p.Name, stsName+"-")); err == nil && p.DeletionTimestamp == nil {
+		if n, err := strconv.Atoi(strings.TrimPrefix(p.Name, workload+"-")); err == nil && p.DeletionTimestamp == nil {
 			live = append(live, pod{n, p.Spec.Containers[0].Image})
 		}
 	}
 	slices.SortFunc(live, func(a, b pod) int { return a.ordinal - b.ordinal })
 	out := make([]string, len(live))
 	for i, p := range live {
-		out[i] = stsName + "-" + strconv.Itoa(p.ordinal) + "=" + p.image
+		out[i] = workload + "-" + strconv.Itoa(p.ordinal) + "=" + p.image
 	}
 	return strings.Join(out, " ")
 }
 
-// ordinalImages is what podImages reads for replicas pods of which those below partition run
-// stable and the rest update.
-func ordinalImages(replicas, partition int, stable, update string) string {
+// ordinalImages is what podImagesOf reads for replicas pods of workload of which those below
+// partition run stable and the rest update.
+func ordinalImages(workload string, replicas, partition int, stable, update string) string {
 	var out []string
 	for i := range replicas {
 		img := update
 		if i < partition {
 			img = stable
 		}
-		out = append(out, stsName+"-"+strconv.Itoa(i)+"="+img)
+		out = append(out, workload+"-"+strconv.Itoa(i)+"="+img)
 	}
 	return strings.Join(out, " ")
 }
