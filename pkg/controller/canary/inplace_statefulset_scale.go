@@ -22,7 +22,7 @@ import (
 // and the step's canary ordinals of the smaller total) would keep more pods on the new revision
 // than the step asks until the next step. converge deletes them, and the StatefulSet controller
 // makes each again on its current (stable) revision, as it makes every ordinal below the
-// partition (docs/canary-targets.md, "A StatefulSet scaled mid-release").
+// partition (docs/canary-targets.md, "A StatefulSet or TApp scaled mid-release").
 
 // converge deletes the StatefulSet's pods below ordinal keep (the partition the plan leaves)
 // that run the update revision. Its pods are listed from the API server only when its status
@@ -37,24 +37,13 @@ func (t statefulSetTarget) converge(ctx context.Context, c *Controller, keep int
 	if err != nil {
 		return "", fmt.Errorf("StatefulSet %q has an invalid selector: %w", s.Name, err)
 	}
-	list, err := c.kubeClient.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	pods, err := c.ownedPods(ctx, s, sel.String())
 	if err != nil {
 		return "", fmt.Errorf("listing the pods of StatefulSet %q: %w", s.Name, err)
 	}
-	var pods []*corev1.Pod
-	for i := range list.Items {
-		if p := &list.Items[i]; metav1.IsControlledBy(p, s) {
-			pods = append(pods, p)
-		}
-	}
-	var names []string
-	for _, p := range statefulSetDeletions(s, pods, keep) {
-		uid := p.UID
-		err := c.kubeClient.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return "", fmt.Errorf("deleting pod %q of StatefulSet %q (revision %s, below partition %d): %w", p.Name, s.Name, s.Status.UpdateRevision, keep, err)
-		}
-		names = append(names, p.Name)
+	names, err := c.deletePods(ctx, statefulSetDeletions(s, pods, keep))
+	if err != nil {
+		return "", fmt.Errorf("%w (of StatefulSet %q, revision %s, below partition %d)", err, s.Name, s.Status.UpdateRevision, keep)
 	}
 	if names == nil {
 		return "", nil
@@ -63,12 +52,53 @@ func (t statefulSetTarget) converge(ctx context.Context, c *Controller, keep int
 		strings.Join(names, ", "), s.Name, s.Status.UpdateRevision, keep, s.Status.CurrentRevision), nil
 }
 
+// ownedPods lists from the API server the pods of selector that owner controls.
+func (c *Controller) ownedPods(ctx context.Context, owner metav1.Object, selector string) ([]*corev1.Pod, error) {
+	list, err := c.kubeClient.CoreV1().Pods(owner.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		if p := &list.Items[i]; metav1.IsControlledBy(p, owner) {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
+// deletePods deletes pods, each with its UID as a precondition (a pod made again since it was
+// listed is not touched), and returns their names.
+func (c *Controller) deletePods(ctx context.Context, pods []*corev1.Pod) ([]string, error) {
+	var names []string
+	for _, p := range pods {
+		uid := p.UID
+		err := c.kubeClient.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return names, fmt.Errorf("deleting pod %q: %w", p.Name, err)
+		}
+		names = append(names, p.Name)
+	}
+	return names, nil
+}
+
 // statefulSetDeletions returns the pods of s below ordinal keep on its update revision to delete
-// now: every one not ready (deleting it costs no capacity), and, while every other pod of s is
-// there and ready and the StatefulSet has no pod of its own to update (every one from keep up
-// runs the update revision), one ready one, the highest ordinal first: one pod unavailable at a
-// time, the pace of the StatefulSet's own rolling update, which never runs alongside.
+// now (belowPartition).
 func statefulSetDeletions(s *appsv1.StatefulSet, pods []*corev1.Pod, keep int32) []*corev1.Pod {
+	return belowPartition(pods, keep, stsReplicas(s),
+		func(p *corev1.Pod) (int32, bool) { return ordinal(s, p) },
+		func(p *corev1.Pod) bool {
+			return p.Labels[appsv1.ControllerRevisionHashLabelKey] == s.Status.UpdateRevision
+		})
+}
+
+// belowPartition returns the pods below ordinal keep on the update revision (onUpdate) of a
+// workload of replicas pods to delete now: every one not ready (deleting it costs no capacity),
+// and, while every other pod is there and ready and the workload has no pod of its own to
+// update (every one from keep up runs the update revision), one ready one, the highest ordinal
+// first: one pod unavailable at a time, the pace of a StatefulSet's own rolling update, which
+// never runs alongside.
+func belowPartition(pods []*corev1.Pod, keep, replicas int32, ordinalOf func(*corev1.Pod) (int32, bool), onUpdate func(*corev1.Pod) bool) []*corev1.Pod {
 	ready := int32(0)
 	updating := false
 	var extra []*corev1.Pod
@@ -79,21 +109,20 @@ func statefulSetDeletions(s *appsv1.StatefulSet, pods []*corev1.Pod, keep int32)
 		if podReady(p) {
 			ready++
 		}
-		n, ok := ordinal(s, p)
-		onUpdate := p.Labels[appsv1.ControllerRevisionHashLabelKey] == s.Status.UpdateRevision
+		n, ok := ordinalOf(p)
 		switch {
-		case ok && n < keep && onUpdate:
+		case ok && n < keep && onUpdate(p):
 			extra = append(extra, p)
-		case ok && n >= keep && !onUpdate:
+		case ok && n >= keep && !onUpdate(p):
 			updating = true
 		}
 	}
 	slices.SortFunc(extra, func(a, b *corev1.Pod) int {
-		na, _ := ordinal(s, a)
-		nb, _ := ordinal(s, b)
+		na, _ := ordinalOf(a)
+		nb, _ := ordinalOf(b)
 		return cmp.Or(cmp.Compare(b2i(podReady(a)), b2i(podReady(b))), cmp.Compare(nb, na))
 	})
-	budget := 1 - max(0, stsReplicas(s)-ready)
+	budget := 1 - max(0, replicas-ready)
 	if updating {
 		budget = 0
 	}
