@@ -116,12 +116,12 @@ var Permissions = []Permission{
 	{workloads, "clusteranalysistemplates", "watch", "", informerWatch},
 
 	// Pods: the TApp controller's instances (informer filtered by the managed-by label).
-	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go), and a StatefulSet or DaemonSet target's pods of its update revision for a podHealth check (listedPods, release_pods.go)"},
+	{core, "pods", "list", "", informerList + " (managed-by label); canary: the pods of a targeted DaemonSet during its release (label selector, inplace_daemonset.go), a StatefulSet or DaemonSet target's pods of its update revision for a podHealth check (listedPods, release_pods.go), and a StatefulSet or TApp target's pods once it was scaled up mid-release (inplace_statefulset_scale.go, inplace_tapp_scale.go)"},
 	{core, "pods", "watch", "", informerWatch},
 	{core, "pods", "create", "", "tapp: createInstance"},
 	{core, "pods", "get", "", "tapp: createInstance, whose pod name is taken (AlreadyExists): is it ours?"},
 	{core, "pods", "patch", "", "tapp: applyInPlace (images and labels)"},
-	{core, "pods", "delete", "", "tapp: deletePods (scale down, kill, restart) and forceDeleteStuck; canary: the old pods of a targeted DaemonSet, per step (converge)"},
+	{core, "pods", "delete", "", "tapp: deletePods (scale down, kill, restart) and forceDeleteStuck; canary: the old pods of a targeted DaemonSet, per step, and a StatefulSet or TApp target's pods made on the update revision below its partition by a scale-up mid-release (converge)"},
 	{core, "pods/status", "patch", "", "tapp: the in-place readiness gate condition (openGate, closeGate, markReady)"},
 	{core, "pods/resize", "patch", "", "tapp: applyInPlace, container resources changed in place"},
 

@@ -33,7 +33,7 @@ func (canaryKind) Replicas(obj *unstructured.Unstructured) (Replicas, error) {
 	if err != nil {
 		return Replicas{}, err
 	}
-	return Replicas{c.Spec.Replicas, c.Status.CanaryAvailable + c.Status.StableAvailable, c.Status.CanaryReplicas}, nil
+	return Replicas{c.Total(), c.Status.CanaryAvailable + c.Status.StableAvailable, c.Status.CanaryReplicas}, nil
 }
 
 func (canaryKind) PausedPath() []string { return []string{"spec", "paused"} }
@@ -145,7 +145,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		return nil, err
 	}
 	st, stErr := RolloutStatusOf(Canary, obj)
-	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
+	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Total())
 	if len(c.Status.Batches) > 0 {
 		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
 		if len(c.Spec.Steps) > 0 {

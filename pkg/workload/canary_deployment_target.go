@@ -31,7 +31,7 @@ func deploymentTargetCounts(c *v1alpha1.Canary) string {
 	held := st.Phase == v1alpha1.CanaryCompleted || st.Phase == v1alpha1.CanaryRolledBack
 	if t.UpdateRevision == t.StableRevision && held {
 		return fmt.Sprintf("deploy/%s at template %s, %d/%d available, held paused",
-			name, t.StableRevision, st.StableAvailable, c.Spec.Replicas)
+			name, t.StableRevision, st.StableAvailable, c.Total())
 	}
 	return fmt.Sprintf("deploy/%s: template %s (from %s), canary deploy/%s %d/%d available, deploy/%s %d/%d available",
 		name, t.UpdateRevision, t.StableRevision, v1alpha1.TemporaryCanaryName(c.Name), st.CanaryAvailable, st.CanaryReplicas,

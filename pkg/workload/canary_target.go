@@ -48,10 +48,10 @@ func inPlaceCounts(c *v1alpha1.Canary, held, hold string) string {
 	t, ref := c.Status.Target, c.Spec.TargetRef
 	if t.UpdateRevision == t.StableRevision {
 		return fmt.Sprintf("%s/%s at revision %s, %d/%d available, %s",
-			kindShort(ref.Kind), ref.Name, t.StableRevision, t.AvailableReplicas, c.Spec.Replicas, hold)
+			kindShort(ref.Kind), ref.Name, t.StableRevision, t.AvailableReplicas, c.Total(), hold)
 	}
 	return fmt.Sprintf("%s/%s: %d/%d pods on revision %s (from %s), %d available, %s",
-		kindShort(ref.Kind), ref.Name, t.UpdatedReplicas, c.Spec.Replicas, t.UpdateRevision, t.StableRevision, t.AvailableReplicas, held)
+		kindShort(ref.Kind), ref.Name, t.UpdatedReplicas, c.Total(), t.UpdateRevision, t.StableRevision, t.AvailableReplicas, held)
 }
 
 // kindShort is the short name of a target kind.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -143,4 +144,64 @@ func (r *decision) refuseAutoscaled(dep string) bool {
 // a new Canary must not resize a running Deployment that its author meant to describe.
 func (r *deploymentPlan) followTotal() {
 	r.scaleStable(r.canary.Spec.Replicas)
+}
+
+// A Deployment target without spec.replicas follows its own replicas between releases only
+// (docs/canary-targets.md, "Autoscaling"): the release itself scales that Deployment down as the
+// canary grows, so during one its replicas are the stable side's share, not the total. The total
+// of a release is recorded in status.releaseReplicas when it starts and read from there until the
+// temporary canary Deployment is gone; an autoscaler that scales the Deployment is followed
+// between releases and refused during one (refuseAutoscaledRelease).
+
+// followDeployment returns the Canary as a sync of a Deployment target counts it, and whether
+// spec.replicas is left out: the total is then the one the release under way recorded, or,
+// between releases, the Deployment's replicas of this sync. As with followTarget the copy is the
+// sync's only: the agent never writes spec.replicas.
+func followDeployment(cn *v1alpha1.Canary, d *appsv1.Deployment) (*v1alpha1.Canary, bool) {
+	if cn.Spec.Replicas != 0 || d == nil {
+		return cn, false
+	}
+	total := cn.Status.ReleaseReplicas
+	if total == 0 {
+		total = replicasOf(d)
+	}
+	if total == 0 {
+		return cn, true
+	}
+	cp := cn.DeepCopy()
+	cp.Spec.Replicas = total
+	return cp, true
+}
+
+// releasing reports whether a release of the target is under way: a new template to release,
+// or the temporary canary Deployment still there (the steps, a rollback or the hand-over).
+func (r *deploymentPlan) releasing() bool { return r.pending || r.canaryDep != nil }
+
+// recordTotal records in the status the total the release under way shares out (0 between
+// releases), so that a later sync without spec.replicas shares out the same one.
+func (r *deploymentPlan) recordTotal() {
+	r.status.ReleaseReplicas = 0
+	if r.releasing() {
+		r.status.ReleaseReplicas = r.canary.Spec.Replicas
+	}
+}
+
+// refuseAutoscaledRelease sets Degraded, and reports true, when a HorizontalPodAutoscaler scales
+// a Deployment target without spec.replicas while a release of it is under way. Its writes of the
+// Deployment's replicas would be a total (the HPA measures every pod of the Deployment's
+// selector, the canary's too) set on the stable side alone: the paused Deployment scales to it at
+// once, on top of the canary's pods, above total + maxSurge, and each write undoes a step. Between
+// releases it is followed. Nothing is written until it points at the Canary (the Deployment stays
+// paused on its stable template) or goes.
+func (r *deploymentPlan) refuseAutoscaledRelease() bool {
+	hpa := r.obs.autoscaler
+	if hpa == "" || !r.obs.followsTarget || !r.releasing() {
+		return false
+	}
+	r.setDegraded(v1alpha1.ReasonAutoscaledDeployment, fmt.Sprintf(
+		"HorizontalPodAutoscaler %q scales Deployment %q, which this release scales down as the canary grows: its count is the total, and written on the Deployment it would run on top of the canary's pods and undo each step. "+
+			"Point its scaleTargetRef at the Canary (apiVersion: apps.workload.dev/v1alpha1, kind: Canary, name: %s) and set spec.replicas: it then sets the total the release shares out; "+
+			"the Deployment stays paused on its stable template until then (between releases an autoscaler on it is followed)",
+		hpa, r.stable.Name, r.canary.Name))
+	return true
 }

@@ -28,10 +28,10 @@ func (f *fixture) playTotal(phase v1alpha1.CanaryPhase, maxSurge int32) []string
 		return availableOf(f.deployment("checkout")) + availableOf(f.deployment("checkout-canary"))
 	}
 	pods := func() int32 { return specOf(f.deployment("checkout")) + specOf(f.deployment("checkout-canary")) }
-	floor := min(f.canary().Spec.Replicas, available())
-	ceiling := max(f.canary().Spec.Replicas+maxSurge, pods())
+	floor := min(f.total(), available())
+	ceiling := max(f.total()+maxSurge, pods())
 	for i, moved := 0, true; i < 60 && (moved || f.canary().Status.Phase != phase); i++ {
-		total := f.canary().Spec.Replicas
+		total := f.total()
 		stable, canary := f.deployment("checkout"), f.deployment("checkout-canary")
 		if s := fmt.Sprintf("%d+%d", specOf(canary), specOf(stable)); len(sizes) == 0 || sizes[len(sizes)-1] != s {
 			sizes = append(sizes, s)
@@ -46,6 +46,19 @@ func (f *fixture) playTotal(phase v1alpha1.CanaryPhase, maxSurge int32) []string
 		f.t.Fatalf("phase %s after 60 syncs, want %s: %s", got, phase, f.canary().Status.Message)
 	}
 	return sizes
+}
+
+// total is the total the Canary's release shares out: spec.replicas, or without it the total a
+// Deployment target's release recorded, or between releases that Deployment's replicas.
+func (f *fixture) total() int32 {
+	cn := f.canary()
+	switch {
+	case cn.Spec.Replicas != 0:
+		return cn.Spec.Replicas
+	case cn.Status.ReleaseReplicas != 0:
+		return cn.Status.ReleaseReplicas
+	}
+	return specOf(f.deployment("checkout"))
 }
 
 // An autoscaler raises the total (spec.replicas, through the Canary's scale subresource) in the
@@ -251,5 +264,92 @@ func TestTotalRaisedAfterCompletionGrowsOnlyTheCanary(t *testing.T) {
 	}
 	if st := f.canary().Status; st.Phase != v1alpha1.CanaryCompleted || st.Replicas != 14 {
 		t.Errorf("phase %s, status.replicas %d: %s", st.Phase, st.Replicas, st.Message)
+	}
+}
+
+// A Deployment target without spec.replicas follows its own replicas between releases (an
+// autoscaler on it is followed then, never set back); a release shares out the replicas it
+// found when it started, recorded in status.releaseReplicas, though the release scales the
+// Deployment itself down; an autoscaler on the Deployment is refused while a release is under
+// way, with nothing written, and the release goes on once it is gone.
+func TestDeploymentTargetWithoutReplicas(t *testing.T) {
+	cn := depTargetCanary()
+	cn.Spec.Replicas = 0
+	cn.Spec.Steps[0] = v1alpha1.CanaryStep{Replicas: intstr.FromString("50%"), Pause: &v1alpha1.CanaryPause{}}
+	f := newFixture(t, cn, newStable(2))
+	f.step("patch canaries checkout merge annotations", `patch deployments checkout {"spec":{"paused":true}}`, "update canaries/status checkout")
+	f.status(v1alpha1.CanaryCompleted, 0)
+
+	// Its autoscaler scales it to 4 between releases: followed, not set back.
+	hpas := f.kube.AutoscalingV2().HorizontalPodAutoscalers(ns)
+	if _, err := hpas.Create(context.Background(), hpa("checkout", "Deployment", "checkout"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.scaleAs("horizontal-pod-autoscaler", 100, 4)
+	f.pods("checkout", 4, 4, 4)
+	f.step("update canaries/status checkout")
+	if st := f.canary().Status; st.Phase != v1alpha1.CanaryCompleted || st.Replicas != 4 || st.ReleaseReplicas != 0 {
+		t.Fatalf("held at 4: phase %s replicas %d releaseReplicas %d: %s", st.Phase, st.Replicas, st.ReleaseReplicas, st.Message)
+	}
+	f.settled()
+
+	// A new template while the autoscaler scales the Deployment: refused, nothing written.
+	f.setImage("nginx:1.27")
+	f.step("update canaries/status checkout")
+	wantAutoscaledRelease(t, f.canary())
+	f.settled()
+
+	// The autoscaler gone, the release starts with the total of 4 recorded.
+	if err := hpas.Delete(context.Background(), "checkout", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step("create deployments checkout-canary", "update canaries/status checkout")
+	if st := f.canary().Status; st.ReleaseReplicas != 4 || specOf(f.deployment("checkout-canary")) != 1 {
+		t.Fatalf("release started: releaseReplicas %d canary Deployment %d, want 4 and 1", st.ReleaseReplicas, specOf(f.deployment("checkout-canary")))
+	}
+	if got := fmt.Sprint(f.playTotal(v1alpha1.CanaryPaused, 1)); got != "[1+4 1+3 2+3 2+2]" {
+		t.Errorf("step 1 (50%% of 4): sizes %s", got)
+	}
+	if st := f.canary().Status; st.ReleaseReplicas != 4 || st.CanaryReplicas != 2 || st.StableReplicas != 2 {
+		t.Fatalf("paused at step 1: releaseReplicas %d canary %d stable %d", st.ReleaseReplicas, st.CanaryReplicas, st.StableReplicas)
+	}
+
+	// An autoscaler on the Deployment mid-release is refused; the recorded total stays.
+	if _, err := hpas.Create(context.Background(), hpa("checkout", "Deployment", "checkout"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step("update canaries/status checkout")
+	wantAutoscaledRelease(t, f.canary())
+	f.settled()
+	if err := hpas.Delete(context.Background(), "checkout", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Promoted: the release completes at 4 pods on the Deployment, the record cleared.
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
+	f.playTotal(v1alpha1.CanaryCompleted, 1)
+	d := f.deployment("checkout")
+	if f.deployment("checkout-canary") != nil || specOf(d) != 4 || !d.Spec.Paused || d.Spec.Template.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Fatalf("completed: canary Deployment %v, checkout %d pods paused %t of %s", f.deployment("checkout-canary") != nil,
+			specOf(d), d.Spec.Paused, d.Spec.Template.Spec.Containers[0].Image)
+	}
+	if st := f.canary().Status; st.ReleaseReplicas != 0 || f.canary().Spec.Replicas != 0 {
+		t.Errorf("completed: releaseReplicas %d spec.replicas %d, want 0 and 0", st.ReleaseReplicas, f.canary().Spec.Replicas)
+	}
+	for _, e := range f.events() {
+		if strings.Contains(e, "Contested") {
+			t.Errorf("event %q", e)
+		}
+	}
+}
+
+// wantAutoscaledRelease checks that cn is Degraded for the autoscaler on its Deployment target.
+func wantAutoscaledRelease(t *testing.T, cn *v1alpha1.Canary) {
+	t.Helper()
+	cond := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ConditionDegraded)
+	if cn.Status.Phase != v1alpha1.CanaryDegraded || cond == nil || cond.Reason != v1alpha1.ReasonAutoscaledDeployment ||
+		!strings.Contains(cond.Message, `HorizontalPodAutoscaler "checkout" scales Deployment "checkout", which this release scales down`) ||
+		!strings.Contains(cond.Message, "kind: Canary, name: checkout) and set spec.replicas") {
+		t.Fatalf("phase %s condition %+v", cn.Status.Phase, cond)
 	}
 }

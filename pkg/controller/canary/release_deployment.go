@@ -67,6 +67,7 @@ func (deploymentRelease) observe(ctx context.Context, c *Controller, obs *observ
 	if obs.canaryDep, err = c.deployment(cn.Namespace, temporaryCanaryName(cn.Name)); err != nil {
 		return err
 	}
+	obs.canary, obs.followsTarget = followDeployment(cn, obs.stable) // autoscale.go
 	obs.targetHolder = c.holder(cn)
 	if obs.autoscaler, err = c.autoscalerOf(cn.Namespace, cn.Spec.TargetRef.Name); err != nil {
 		return err
@@ -117,7 +118,7 @@ func (r *deploymentPlan) begin() course {
 			"Deployment %q already exists and is not owned by this Canary, which releases Deployment %q through a canary Deployment of that name: rename or delete it; nothing is changed until then",
 			tmp, ref.Name))
 		return decided
-	case r.refuseAutoscaled(ref.Name): // autoscale.go
+	case !r.obs.followsTarget && r.refuseAutoscaled(ref.Name): // autoscale.go
 		return decided
 	}
 	r.names = pairNames{stable: ref.Name, canary: tmp, template: temporaryTemplate(cn.Name, &d.Spec.Template, r.obs.traffic)}
@@ -133,6 +134,10 @@ func (r *deploymentPlan) begin() course {
 	if r.pending && d.Spec.Paused {
 		r.stable = pausedView(d)
 	}
+	if r.refuseAutoscaledRelease() { // autoscale.go
+		return decided
+	}
+	r.recordTotal() // autoscale.go
 	return r.course()
 }
 
@@ -320,11 +325,12 @@ func (r *deploymentPlan) setPaused(paused bool) {
 	r.stable = d
 }
 
-// holdDeploymentTarget keeps a target with nothing to release paused at spec.replicas, and
-// reports the last release.
+// holdDeploymentTarget keeps a target with nothing to release paused (at spec.replicas when it
+// is set; without it the Deployment's replicas are its own, autoscale.go), and reports the last
+// release.
 func (r *deploymentPlan) holdDeploymentTarget() {
 	d, cn, st := r.stable, r.canary, &r.status
-	if replicasOf(d) != cn.Spec.Replicas {
+	if !r.obs.followsTarget && replicasOf(d) != cn.Spec.Replicas {
 		if r.firstHold {
 			r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
 				"spec.replicas is %d but Deployment %q has %d replicas: the steps count its pods; set spec.replicas to %d (nothing is changed until then)",
@@ -405,6 +411,7 @@ func (r *deploymentPlan) deleteTemporary() {
 		return
 	}
 	r.depWrites = append(r.depWrites, depTargetWrite{kind: deleteTemporary, name: r.canaryDep.Name, uid: r.canaryDep.UID})
+	r.status.ReleaseReplicas = 0 // the release is over: the Deployment serves the total alone
 }
 
 // execute makes the target's pause and resume and the deletion of the temporary canary

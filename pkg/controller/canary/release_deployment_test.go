@@ -250,3 +250,18 @@ func TestDeploymentTargetDeletedMidRelease(t *testing.T) {
 	}
 	f.wantEvent("Warning " + v1alpha1.EventTargetPaused + " Canary deleted mid-release")
 }
+
+// spec.replicas removed in the middle of a release leaves the release the total it recorded,
+// not the Deployment's replicas, which the release scaled down: nothing moves.
+func TestDeploymentTargetKeepsItsTotalWhenSpecReplicasGoes(t *testing.T) {
+	f := releaseToStep1(t)
+	if got := f.canary().Status.ReleaseReplicas; got != 2 {
+		t.Fatalf("status.releaseReplicas %d at step 1, want 2", got)
+	}
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Replicas = 0 })
+	f.step("update canaries/status checkout") // observedGeneration: no Deployment is written
+	f.settled()
+	if st := f.canary().Status; st.ReleaseReplicas != 2 || specOf(f.deployment("checkout")) != 1 || specOf(f.deployment("checkout-canary")) != 1 {
+		t.Fatalf("releaseReplicas %d, checkout %d, canary %d: want 2, 1, 1", st.ReleaseReplicas, specOf(f.deployment("checkout")), specOf(f.deployment("checkout-canary")))
+	}
+}

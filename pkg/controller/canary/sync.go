@@ -69,6 +69,12 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	if writeErr != nil && fail == nil {
 		return writeErr // the Canary itself refused a write, or the cache lags: nothing to report
 	}
+	if obs.canary != cn {
+		// The mode counted the sync on a copy (a total followed from the target, autoscale.go):
+		// the status write carries the Canary as this sync's own writes left it (the version,
+		// the snapshot annotation, an approval set back), not as it was read.
+		cn.ObjectMeta, cn.Spec.ApprovedBatch = obs.canary.ObjectMeta, obs.canary.Spec.ApprovedBatch
+	}
 	status := computeStatus(r, fail)
 	metrics.SetRolloutProgress(Kind, key.Namespace, key.Name, obs.canary.Spec.Replicas,
 		status.CanaryReplicas, status.CanaryAvailable+status.StableAvailable)

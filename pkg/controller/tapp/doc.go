@@ -33,9 +33,9 @@
 // forceUpdate.maxUnavailable (default 100%). Each group's budget is its limit minus its instances
 // already unavailable (no pod, terminating, not ready for minReadySeconds, or mid in-place
 // update); updating an instance that is already unavailable costs nothing. partition P keeps the
-// pods of ids below P as they are, and paused stops starting updates; neither stops creations,
-// which always use the instance's current template (a killed or lost instance below the
-// partition comes back on the new template: the old one is not kept anywhere).
+// pods of ids below P as they are, and paused stops starting updates; neither stops creations.
+// An instance below the partition is made from its template in the current revision, as a
+// StatefulSet's ordinal below its partition (held.go); any other from its own template.
 //
 // # In-place updates and the readiness gate
 //

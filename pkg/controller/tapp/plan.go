@@ -243,7 +243,8 @@ func (p *plan) planInstances(t *appsv1alpha1.TApp, templates *templateSet, pods 
 		}
 		pod := pods[id]
 		if pod == nil {
-			p.creates = append(p.creates, instanceToCreate{id: id, info: info})
+			from, _ := templates.forNewInstance(id)
+			p.creates = append(p.creates, instanceToCreate{id: id, info: from})
 			states = append(states, updateState{id: id, rolling: info.name == rolling})
 			continue
 		}

@@ -186,3 +186,62 @@ func TestPartitionHoldsTheCurrentRevision(t *testing.T) {
 		t.Fatalf("status current %q updated %q (%d instances updated), want current %q kept", st.CurrentRevision, st.UpdateRevision, st.UpdatedReplicas, old)
 	}
 }
+
+// An instance below the partition that lost its pod is made again from the current revision's
+// template, as a StatefulSet's ordinal below its partition: with partition 2 holding a change
+// to v2, web-1 (deleted) comes back on v1 while web-2, an instance added above the partition,
+// is made on v2; neither is touched by the next sync. Should the current revision be missing
+// from the cache, the instance is made from its own template, as before.
+func TestPartitionMakesLowerInstancesFromTheCurrentRevision(t *testing.T) {
+	tp := newTApp("web", 2)
+	tp.Spec.UpdateStrategy.Partition = ptr.To[int32](2)
+	v1 := tp.Spec.Template.Spec.Containers[0].Image
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0, 1), nil)
+	sameActions(t, f.sync("web"), "update tapps/status web")
+	tp = f.feedStatus()
+	v1Hash := TemplateHash(&tp.Spec.Template)
+
+	tp.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
+	tp.Generation++
+	f.setTApp(tp)
+	sameActions(t, f.sync("web"), revisionCreated(t, tp), "update tapps/status web")
+	tp = f.feedStatus()
+	tp.Spec.Replicas = ptr.To[int32](3)
+	tp.Generation++
+	f.setTApp(tp)
+	f.removePod("web-1")
+	sameActions(t, f.sync("web"), "create pods web-1", "patch pods/status web-1", "create pods web-2", "patch pods/status web-2", "update tapps/status web")
+	created := createdPods(t, f)
+	if p := created["web-1"]; p.Spec.Containers[0].Image != v1 || p.Labels[appsv1alpha1.LabelTemplateHash] != v1Hash {
+		t.Errorf("web-1 (below the partition) made with %s, hash %s; want %s, hash %s", p.Spec.Containers[0].Image, p.Labels[appsv1alpha1.LabelTemplateHash], v1, v1Hash)
+	}
+	if p := created["web-2"]; p.Spec.Containers[0].Image != "example.com/app:v2" || p.Labels[appsv1alpha1.LabelTemplateHash] != TemplateHash(&tp.Spec.Template) {
+		t.Errorf("web-2 (above the partition) made with %s, want example.com/app:v2", p.Spec.Containers[0].Image)
+	}
+	st := f.feedStatus().Status
+	observeCreated(t, f, created)
+	for _, name := range []string{"web-1", "web-2"} {
+		p := f.cachedPod(name)
+		p.Status.Phase = corev1.PodRunning
+		setReady(p, true)
+		f.setPod(p)
+	}
+	if acts := f.sync("web"); len(f.findActions("patch", "pods"))+len(f.findActions("delete", "pods")) != 0 {
+		t.Errorf("the held instance was updated: %q", acts)
+	}
+	if st.CurrentRevision == st.UpdateRevision {
+		t.Errorf("status current revision %q, want the one before the change", st.CurrentRevision)
+	}
+
+	// The current revision gone from the cache: the instance's own template.
+	rev, exists, _ := f.revisionIndexer.GetByKey(ns + "/" + st.CurrentRevision)
+	if !exists {
+		t.Fatalf("revision %s not in the cache", st.CurrentRevision)
+	}
+	must(t, f.revisionIndexer.Delete(rev))
+	f.removePod("web-0")
+	f.sync("web")
+	if p := createdPods(t, f)["web-0"]; p == nil || p.Spec.Containers[0].Image != "example.com/app:v2" {
+		t.Errorf("web-0 without its current revision made as %+v, want from its own template (v2)", p)
+	}
+}

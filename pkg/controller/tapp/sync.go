@@ -79,6 +79,9 @@ func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
 			}
 		}
 		p = computePlan(t, templates, pods, now, c.writes.inFlight)
+		if templates.heldErr != nil {
+			logger.Info("Instances below the partition made from their own template", "err", templates.heldErr)
+		}
 		fail, manageErr = c.manage(ctx, t, key, templates, p, needsSync)
 	}
 
@@ -114,7 +117,9 @@ func (c *Controller) observe(t *appsv1alpha1.TApp, key string) (bool, map[int]*c
 	if err != nil {
 		return false, nil, nil, err
 	}
-	return needsSync, pods, newTemplateSet(t), nil
+	templates := newTemplateSet(t)
+	templates.revisions = c.revisionLister
+	return needsSync, pods, templates, nil
 }
 
 // wantedInstances is how many instances should run: replicas less the killed ones.

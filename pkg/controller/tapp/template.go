@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	appsv1listers "k8s.io/client-go/listers/apps/v1"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -138,6 +139,12 @@ type templateSet struct {
 	infos map[string]*templateInfo
 	// hashes are every template of the TApp by hash, once byHash has needed them.
 	hashes map[string]*templateInfo
+	// revisions is the ControllerRevision cache heldTemplates reads (nil: none read); held
+	// and heldErr are what it returned, once forNewInstance has needed them (heldLoaded).
+	revisions  appsv1listers.ControllerRevisionLister
+	held       *templateSet
+	heldErr    error
+	heldLoaded bool
 }
 
 func newTemplateSet(t *appsv1alpha1.TApp) *templateSet {

@@ -198,7 +198,7 @@ func TestHPAScalesAPairMidRelease(t *testing.T) {
 // The targetRef form under a real HPA pointed at the StatefulSet target, whose Canary leaves
 // spec.replicas out: 4 replicas released in steps of 25% and 50%; the HPA raises the StatefulSet
 // to 8 while step 1 waits and lowers it to 3 while step 2 waits. The partition follows each
-// total, and the release completes with the HPA's 3, all on the new revision, with never more
+// total, exactly the step's ordinals run the new revision (6 and 7 of 8, then 1 and 2 of 3), and the release completes with the HPA's 3, all on the new revision, with never more
 // than one pod unavailable below the total as it moves (the StatefulSet's maxUnavailable: an
 // in-place update replaces a pod), no pod above it, and no contest.
 func TestHPAScalesAStatefulSetTargetMidRelease(t *testing.T) {
@@ -225,12 +225,21 @@ func TestHPAScalesAStatefulSetTargetMidRelease(t *testing.T) {
 	waiting(1, stsReplicas, 3)
 	e.scaleTo(w, 8, stsName, func(c *v1alpha1.Canary) bool { return c.Status.Replicas == 8 })
 	c := waiting(1, 8, 6)
-	t.Logf("step 1 of 8: images %v", e.images())
+	exactly := func(total, partition int32) {
+		t.Helper()
+		e.waitStatefulSet("exactly the step's pods on the update revision", func(s *appsv1.StatefulSet) bool {
+			return s.Status.ReadyReplicas == total && s.Status.UpdatedReplicas == total-partition && s.Status.CurrentReplicas == partition
+		})
+		if got, want := e.podImages(), ordinalImages(stsName, int(total), int(partition), "example.com/ledger:v1", "example.com/ledger:v2"); got != want {
+			t.Errorf("step of %d pods at partition %d: pods %s, want %s", total, partition, got, want)
+		}
+	}
+	exactly(8, 6) // the step's share of the current total, never more
 	e.promote(c)
 	waiting(2, 8, 4)
 	e.scaleTo(w, 3, stsName, func(c *v1alpha1.Canary) bool { return c.Status.Replicas == 3 })
 	c = waiting(2, 3, 1) // 50% of 3, rounded up
-	t.Logf("step 2 of 3: images %v", e.images())
+	exactly(3, 1)
 	e.promote(c)
 	c = e.waitCanary("the release to complete with the HPA's 3", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil &&
@@ -257,18 +266,7 @@ func TestHPAScalesAStatefulSetTargetMidRelease(t *testing.T) {
 func TestHPAScalesADeploymentTargetMidRelease(t *testing.T) {
 	e := &env{Env: e2eenv.Setup(t)}
 	metricsAdapter(t).Set(e.NS, queueMetric, 4)
-	labels := map[string]string{"app": "checkout"}
-	e2eenv.Create(t, e.Ctx, e.Kube.AppsV1().Deployments(e.NS), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: stableName},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](4),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: podTemplate(labels, "example.com/shelf:v1"),
-		},
-	})
-	e.waitDeployments("Deployment checkout to have 4 available pods", func(d, _ *appsv1.Deployment) bool {
-		return d != nil && d.Status.AvailableReplicas == 4 && d.Status.UpdatedReplicas == 4
-	})
+	e.createCheckout(4)
 	w := invariant.ReleaseFollowing(e.Ctx, e.Kube, e.NS, "app=checkout", 4, 1, 0)
 	failOnViolation(e.Env, w)
 	e.startAgent()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/test/e2e/e2eenv"
+	"github.com/kubectl-workload/kubectl-workload/test/invariant"
 )
 
 // A Canary with targetRef {kind: TApp} releases a TApp in place (docs/canary-targets.md): it holds
@@ -280,4 +281,57 @@ func TestTAppTargetRefusals(t *testing.T) {
 		}
 	}
 	e.waitTApp("released by the deleted Canary", func(a *v1alpha1.TApp) bool { return tappPartitionOf(a) == 0 })
+}
+
+// A TApp target whose Canary leaves spec.replicas out, scaled through its scale subresource
+// (`kubectl scale tapp/games --replicas=8`, as an autoscaler would) from 4 to 8 while step 1
+// (25%) waits for promotion: the TApp makes instances 4 to 7 from spec.template before the
+// partition moves to 6, the agent deletes the instances below it on spec.template, and the TApp
+// controller makes them again from its current revision, so exactly instances 6 and 7 run the
+// new template (the step's share of the current total, never more). The release then completes
+// with the 8 instances on it, under the moving-total invariant (no more than the TApp's one
+// unavailable instance below the total, no pod above it) and with no contest.
+func TestTAppTargetScaledUpMidRelease(t *testing.T) {
+	e := setupTAppTarget(t, false)
+	w := invariant.ReleaseFollowing(e.Ctx, e.Kube, e.NS, v1alpha1.LabelTAppName+"="+tappName, tappReplicas, 0, 1)
+	failOnViolation(e.Env, w)
+	e.createTargetedCanary(name, "TApp", tappName, 0, nil,
+		step(intstr.FromString("25%"), &v1alpha1.CanaryPause{}),
+		step(intstr.FromString("100%"), nil))
+	e.waitHolding()
+	e.setTAppImage("example.com/games:v2")
+	e.waitCanary("step 1 (1 of 4) to wait for promotion", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return waitingBatch(c) == 1 && c.Status.Target != nil && c.Status.Target.Partition == 3
+	})
+
+	w.Expect(8)
+	kubectl(t, e.Env, "scale", "tapp/"+tappName, "--replicas=8")
+	e.waitTApp("step 1 of 8: partition 6, 8 ready instances, 2 on the new template", func(a *v1alpha1.TApp) bool {
+		return tappPartitionOf(a) == 6 && a.Status.ReadyReplicas == 8 && a.Status.UpdatedReplicas == 2 && a.Status.Replicas == 8
+	})
+	if got, want := e.podImagesOf(v1alpha1.LabelTAppName+"="+tappName, tappName), ordinalImages(tappName, 8, 6, "example.com/games:v1", "example.com/games:v2"); got != want {
+		t.Errorf("at step 1 of 8: pods %s, want %s", got, want)
+	}
+	c := e.waitCanary("step 1 of 8 to wait for promotion", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return waitingBatch(c) == 1 && c.Status.Replicas == 8 && c.Status.Target != nil && c.Status.Target.Partition == 6
+	})
+	if c.Status.CanaryReplicas != 2 || c.Status.StableReplicas != 6 {
+		t.Errorf("step 1 of 8 with %d canary and %d stable pods, want 2 and 6", c.Status.CanaryReplicas, c.Status.StableReplicas)
+	}
+	w.Follow(8)
+	e.promote(c)
+	c = e.waitCanary("the release to complete with 8 instances", func(c *v1alpha1.Canary, _, _ *appsv1.Deployment) bool {
+		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil &&
+			c.Status.Target.StableRevision == c.Status.Target.UpdateRevision && c.Status.Replicas == 8
+	})
+	e.waitTApp("held at 8 with every instance on v2", func(a *v1alpha1.TApp) bool {
+		return tappPartitionOf(a) == 8 && a.Status.UpdatedReplicas == 8 && a.Status.ReadyReplicas == 8
+	})
+	if got := e.tappImages(); got["example.com/games:v2"] != 8 || len(got) != 1 {
+		t.Errorf("after the release: images %v, want 8 on v2", got)
+	}
+	if c.Spec.Replicas != 0 {
+		t.Errorf("spec.replicas %d, want it left out", c.Spec.Replicas)
+	}
+	checkFollowed(e.Env, w)
 }

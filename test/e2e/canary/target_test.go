@@ -3,6 +3,8 @@ package canary
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,6 +145,53 @@ func (e *targetEnv) images() map[string]int {
 		out[p.Spec.Containers[0].Image]++
 	}
 	return out
+}
+
+// podImages lists the StatefulSet's live pods with their image, by ordinal:
+// "ledger-0=image ledger-1=image ...".
+func (e *targetEnv) podImages() string {
+	e.T.Helper()
+	return e.podImagesOf("app="+stsName, stsName)
+}
+
+// podImagesOf lists the live pods of selector named <workload>-<ordinal> with their image, by
+// ordinal: "<workload>-0=image <workload>-1=image ...".
+func (e *env) podImagesOf(selector, workload string) string {
+	e.T.Helper()
+	pods, err := e.Kube.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	type pod struct {
+		ordinal int
+		image   string
+	}
+	var live []pod
+	for _, p := range pods.Items {
+		if n, err := strconv.Atoi(strings.TrimPrefix(p.Name, workload+"-")); err == nil && p.DeletionTimestamp == nil {
+			live = append(live, pod{n, p.Spec.Containers[0].Image})
+		}
+	}
+	slices.SortFunc(live, func(a, b pod) int { return a.ordinal - b.ordinal })
+	out := make([]string, len(live))
+	for i, p := range live {
+		out[i] = workload + "-" + strconv.Itoa(p.ordinal) + "=" + p.image
+	}
+	return strings.Join(out, " ")
+}
+
+// ordinalImages is what podImagesOf reads for replicas pods of workload of which those below
+// partition run stable and the rest update.
+func ordinalImages(workload string, replicas, partition int, stable, update string) string {
+	var out []string
+	for i := range replicas {
+		img := update
+		if i < partition {
+			img = stable
+		}
+		out = append(out, workload+"-"+strconv.Itoa(i)+"="+img)
+	}
+	return strings.Join(out, " ")
 }
 
 func (e *targetEnv) createTargetCanary(checks []v1alpha1.AnalysisCheck, steps ...v1alpha1.CanaryStep) {

@@ -13,3 +13,17 @@ const (
 // TemporaryCanaryName is the name of the canary Deployment a Canary whose spec.targetRef is a
 // Deployment creates for each release (and deletes at its end).
 func TemporaryCanaryName(canary string) string { return canary + "-canary" }
+
+// Total is the number of pods a Canary's release serves, as a reader of the Canary (the plugin)
+// tells it: spec.replicas; without it (a targetRef followed, docs/canary.md "Autoscaling") the
+// total a Deployment target's release recorded, else the pods the release runs now (the
+// target's replicas, as the agent last read them).
+func (c *Canary) Total() int32 {
+	switch {
+	case c.Spec.Replicas != 0:
+		return c.Spec.Replicas
+	case c.Status.ReleaseReplicas != 0:
+		return c.Status.ReleaseReplicas
+	}
+	return c.Status.Replicas
+}

@@ -55,7 +55,6 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.stableRef) || !has(self.canary) || self.canary.name != self.stableRef.name",message="canary.name must differ from stableRef.name: the canary Deployment cannot be the stable one"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetRef) || !has(self.trafficRouting) || self.targetRef.kind == 'Deployment'",message="trafficRouting needs stableRef and canary, or targetRef of kind Deployment: a StatefulSet, TApp, UnitedDeployment or DaemonSet target updates its pods in place, so no Service can hold its canary pods apart from its stable ones"
 // +kubebuilder:validation:XValidation:rule="has(self.targetRef) || has(self.replicas)",message="spec.replicas is required with stableRef and canary: it is the total the two Deployments serve (an autoscaler sets it through the Canary's scale subresource)"
-// +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.targetRef) || self.targetRef.kind != 'Deployment'",message="spec.replicas is required with targetRef of kind Deployment: the agent scales that Deployment down as the canary grows, so its replicas cannot give the total"
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.batchSizes) || self.batchSizes.all(b, type(b) == string)",message="batchSizes must be percentages when spec.replicas is absent: the total follows targetRef's replicas, so a fixed number of pods could exceed it"
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) || !has(self.batchSizes) || self.batchSizes[self.batchSizes.size() - 1] == '100%'",message="the last of batchSizes must be \"100%\""
 // +kubebuilder:validation:XValidation:rule="has(self.blueGreen) || [has(self.steps), has(self.batches), has(self.batchSizes)].filter(x, x).size() == 1",message="set exactly one of steps, batches or batchSizes"
@@ -84,9 +83,10 @@ type CanarySpec struct {
 	// Replicas is the number of pods serving across the stable and the canary Deployment (the
 	// total). Available capacity never drops below it during the release or a rollback, and the
 	// steps' percentages are shares of it, recomputed whenever it changes: an autoscaler sets it
-	// through the Canary's scale subresource. Required with stableRef and canary and with a
-	// Deployment targetRef; with another targetRef, leave it out (or 0) to follow the target's
-	// own replicas, read at every sync (docs/canary.md, "Autoscaling").
+	// through the Canary's scale subresource. Required with stableRef and canary; with a
+	// targetRef, leave it out (or 0) to follow the target's own replicas, read at every sync
+	// (a Deployment target: between releases; a release shares out the count recorded in
+	// status.releaseReplicas when it started) (docs/canary.md, "Autoscaling").
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
@@ -386,6 +386,13 @@ type CanaryStatus struct {
 	// subresource's status.replicas).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReleaseReplicas is, with a Deployment targetRef, the total the release under way shares
+	// out: spec.replicas, or without it the Deployment's replicas when the release started (the
+	// agent scales that Deployment down as the canary grows, so they cannot give the total
+	// during it). 0 between releases.
+	// +optional
+	ReleaseReplicas int32 `json:"releaseReplicas,omitempty"`
 
 	// Selector is the label selector of the pods of the release, of either template, in the
 	// string form of kubectl's --selector (the scale subresource's status.selector): an
