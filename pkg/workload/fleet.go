@@ -428,3 +428,31 @@ func (f *fleet) awayNote(subsets []string) string {
 	}
 	return fmt.Sprintf("; cluster %s out of reach: the agent writes it there when the member is back", strings.Join(away, ", "))
 }
+
+// ClustersOf is the CLUSTERS cell of `list`: "reachable/clusters" of a UnitedDeployment whose
+// subsets name member clusters ("1/2"), "" for any other object.
+func ClustersOf(k Kind, obj *unstructured.Unstructured) string {
+	if k.Name != UnitedDeployment.Name {
+		return ""
+	}
+	ud, err := AsUnitedDeployment(obj)
+	if err != nil {
+		return ""
+	}
+	f := fleetOf(ud)
+	if f == nil {
+		return ""
+	}
+	keys, subsets, _ := f.clusters()
+	total, reachable := 0, 0
+	for _, key := range keys {
+		if key == hubCluster {
+			continue
+		}
+		total++
+		if f.state(subsets[key][0]).reachable {
+			reachable++
+		}
+	}
+	return fmt.Sprintf("%d/%d", reachable, total)
+}
