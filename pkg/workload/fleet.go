@@ -290,16 +290,20 @@ func waveSubsets(c *v1alpha1.Canary, ud *v1alpha1.UnitedDeployment, k int32) []s
 	return rest
 }
 
-// waveClusters names the clusters of a wave's subsets, in order, once each: "eu-1, us-1", with
-// the subset in parentheses when its name is not its cluster's ("eu-1 (subset eu-west)").
+// waveClusters names the clusters of a wave's subsets, in order: "eu-1, us-1", with the subset
+// in parentheses when its name is not its cluster's ("eu-1 (subset eu-west)"), and a subset of
+// the hub as "zone-a (hub)".
 func (f *fleet) waveClusters(subsets []string) string {
 	var out []string
 	for _, s := range subsets {
-		name := f.clusterName(s)
-		if name != s {
-			name += " (subset " + s + ")"
+		switch name := f.clusterName(s); {
+		case f.refs[s] == nil:
+			out = append(out, s+" "+hubCluster)
+		case name != s:
+			out = append(out, name+" (subset "+s+")")
+		default:
+			out = append(out, name)
 		}
-		out = append(out, name)
 	}
 	return strings.Join(out, ", ")
 }
