@@ -73,33 +73,19 @@ func AsCanary(obj *unstructured.Unstructured) (*v1alpha1.Canary, error) {
 }
 
 func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
+	return canaryFleetStatus(obj, nil)
+}
+
+// canaryFleetStatus is the status of a Canary; ud is the UnitedDeployment it releases, read to
+// name each wave's clusters (nil when not read).
+func canaryFleetStatus(obj *unstructured.Unstructured, ud *v1alpha1.UnitedDeployment) (RolloutStatus, error) {
 	var c v1alpha1.Canary
 	if err := fromUnstructured(obj, &c); err != nil {
 		return RolloutStatus{}, err
 	}
 	st := c.Status
 	total := int32(len(st.Batches))
-	var progress []string
-	width := 0
-	for _, b := range st.Batches {
-		width = max(width, len(plural(b.CanaryReplicas, "canary pod", "canary pods")))
-	}
-	for _, b := range st.Batches {
-		mark := " "
-		if b.Index == st.CurrentBatch {
-			mark = ">"
-		}
-		line := fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(&c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State)
-		if name := blueGreenStepName(&c, b.Index); name != "" { // canary_bluegreen.go
-			line += "  (" + name + ")"
-		}
-		progress = append(progress, line)
-		if b.Index == st.CurrentBatch {
-			for _, d := range canaryStepDetail(&c) {
-				progress = append(progress, "      "+d.String())
-			}
-		}
-	}
+	progress := canaryStepLines(&c, fleetOf(ud))
 	progress = append(progress, canaryTrafficLines(&c)...) // canary_traffic.go
 	progress = append(progress, blueGreenLines(&c)...)     // canary_bluegreen.go
 	if c.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
@@ -118,6 +104,7 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	if st.Message != "" {
 		counts += " (" + st.Message + ")"
 	}
+	counts += fleetHold(&c, fleetOf(ud)) // fleet.go
 	var s RolloutStatus
 	switch st.Phase {
 	case v1alpha1.CanaryCompleted:
@@ -139,38 +126,91 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	return s, nil
 }
 
+// canaryStepLines are the status lines of a Canary's steps, the current one with what it waits
+// for; with a fleet (f), each step names its wave's clusters.
+func canaryStepLines(c *v1alpha1.Canary, f *fleet) []string {
+	st := c.Status
+	total := int32(len(st.Batches))
+	var progress []string
+	width := 0
+	for _, b := range st.Batches {
+		width = max(width, len(plural(b.CanaryReplicas, "canary pod", "canary pods")))
+	}
+	for _, b := range st.Batches {
+		mark := " "
+		if b.Index == st.CurrentBatch {
+			mark = ">"
+		}
+		line := fmt.Sprintf("%s %s %d/%d  %-*s  %s", mark, stepWord(c), b.Index, total, width, plural(b.CanaryReplicas, "canary pod", "canary pods"), b.State)
+		if name := blueGreenStepName(c, b.Index); name != "" { // canary_bluegreen.go
+			line += "  (" + name + ")"
+		}
+		if wave := waveSubsets(c, udOf(f), b.Index); f != nil && len(wave) > 0 { // fleet.go
+			line += "  clusters " + f.waveClusters(wave)
+		}
+		progress = append(progress, line)
+		if b.Index == st.CurrentBatch {
+			for _, d := range canaryStepDetail(c, f) {
+				progress = append(progress, "      "+d.String())
+			}
+		}
+	}
+	return progress
+}
+
+// canaryStepNodes is the tree's line of a Canary's steps (or batches), the current one with
+// what it waits for; with a fleet (f), each step names its wave's clusters. Nil before the agent
+// reported any.
+func canaryStepNodes(c *v1alpha1.Canary, f *fleet) *Node {
+	if len(c.Status.Batches) == 0 {
+		return nil
+	}
+	batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
+	if len(c.Spec.Steps) > 0 {
+		batches.Name, batches.Info = "steps", fmt.Sprintf("current %d of %d", c.Status.CurrentBatch, len(c.Status.Batches))
+	}
+	for _, b := range c.Status.Batches {
+		n := &Node{Name: fmt.Sprintf("%s %d", stepWord(c), b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
+		if name := blueGreenStepName(c, b.Index); name != "" {
+			n.Info += ", " + name
+		}
+		if wave := waveSubsets(c, udOf(f), b.Index); f != nil && len(wave) > 0 { // fleet.go
+			n.Info += ", clusters " + f.waveClusters(wave)
+		}
+		if b.Index == c.Status.CurrentBatch {
+			// The name stays short (the tree's first column), the verdict is the STATUS
+			// and the rest goes to INFO, the column a narrow terminal cuts.
+			for _, d := range canaryStepDetail(c, f) {
+				n.Children = append(n.Children, &Node{Name: d.name, Status: d.verdict, Info: d.info})
+			}
+		}
+		if b.StartTime != nil {
+			n.Created = b.StartTime.Time
+		}
+		if b.Index == c.Status.CurrentBatch {
+			n.Info += " (current)"
+		}
+		batches.Children = append(batches.Children, n)
+	}
+	return batches
+}
+
 func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 	var c v1alpha1.Canary
 	if err := fromUnstructured(obj, &c); err != nil {
 		return nil, err
 	}
-	st, stErr := RolloutStatusOf(Canary, obj)
+	var target []*Node
+	if c.Spec.TargetRef != nil {
+		var err error
+		if target, err = t.targetNodes(&c); err != nil { // canary_target.go
+			return nil, err
+		}
+	}
+	f := targetFleet(&c, target) // fleet.go
+	st, stErr := canaryFleetStatus(obj, udOf(f))
 	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Total())
-	if len(c.Status.Batches) > 0 {
-		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
-		if len(c.Spec.Steps) > 0 {
-			batches.Name, batches.Info = "steps", fmt.Sprintf("current %d of %d", c.Status.CurrentBatch, len(c.Status.Batches))
-		}
-		for _, b := range c.Status.Batches {
-			n := &Node{Name: fmt.Sprintf("%s %d", stepWord(&c), b.Index), Status: string(b.State), Info: plural(b.CanaryReplicas, "canary pod", "canary pods")}
-			if name := blueGreenStepName(&c, b.Index); name != "" {
-				n.Info += ", " + name
-			}
-			if b.Index == c.Status.CurrentBatch {
-				// The name stays short (the tree's first column), the verdict is the STATUS
-				// and the rest goes to INFO, the column a narrow terminal cuts.
-				for _, d := range canaryStepDetail(&c) {
-					n.Children = append(n.Children, &Node{Name: d.name, Status: d.verdict, Info: d.info})
-				}
-			}
-			if b.StartTime != nil {
-				n.Created = b.StartTime.Time
-			}
-			if b.Index == c.Status.CurrentBatch {
-				n.Info += " (current)"
-			}
-			batches.Children = append(batches.Children, n)
-		}
+	if batches := canaryStepNodes(&c, f); batches != nil {
 		root.Children = append(root.Children, batches)
 	}
 	root.Children = append(root.Children, canaryTrafficNodes(&c)...) // canary_traffic.go
@@ -179,11 +219,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		root.Children = append(root.Children, &Node{Name: name, Info: info})
 	}
 	if c.Spec.TargetRef != nil {
-		nodes, err := t.targetNodes(&c) // canary_target.go
-		if err != nil {
-			return nil, err
-		}
-		root.Children = append(root.Children, nodes...)
+		root.Children = append(root.Children, target...)
 		return root, nil
 	}
 	for _, d := range []struct{ name, role string }{{c.Spec.StableRef.Name, "stable"}, {c.Spec.Canary.Name, "canary"}} {

@@ -36,8 +36,9 @@ func (d stepDetail) String() string {
 }
 
 // canaryStepDetail describes what the current step of a Canary waits for: the rest of its
-// timed pause, and each check with its verdict and last values.
-func canaryStepDetail(c *v1alpha1.Canary) []stepDetail {
+// timed pause, each check with its verdict and last values, and (with a fleet f) the member
+// clusters out of reach that hold it.
+func canaryStepDetail(c *v1alpha1.Canary, f *fleet) []stepDetail {
 	st := c.Status
 	var details []stepDetail
 	rollingBack := c.Spec.Rollback || st.Phase == v1alpha1.CanaryRollingBack || st.Phase == v1alpha1.CanaryRolledBack
@@ -56,6 +57,9 @@ func canaryStepDetail(c *v1alpha1.Canary) []stepDetail {
 	}
 	for _, a := range st.Analysis {
 		details = append(details, checkDetail(a))
+	}
+	if f != nil && !rollingBack {
+		details = append(details, f.heldBy(c, st.CurrentBatch)...) // fleet.go
 	}
 	return details
 }

@@ -77,7 +77,7 @@ func TestCanaryStepDetail(t *testing.T) {
 	c.Status.Batches[1].PauseEndTime = &end
 	c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{{Name: "health", Phase: v1alpha1.AnalysisRunning, Count: 1,
 		Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "{pods:5}"}}}}
-	got := canaryStepDetail(c)
+	got := canaryStepDetail(c, nil)
 	// The name (the tree's first column) is short; the line status prints joins all three.
 	want := []stepDetail{
 		{"pause", "", "1m35s left (until 2026-03-01T12:01:35Z; promote skips it)"},
@@ -90,7 +90,7 @@ func TestCanaryStepDetail(t *testing.T) {
 		t.Errorf("line %q", line)
 	}
 	c.Spec.ApprovedBatch = 2
-	if got := canaryStepDetail(c); got[0].String() != "pause: over" {
+	if got := canaryStepDetail(c, nil); got[0].String() != "pause: over" {
 		t.Errorf("after a promote: %q", got[0])
 	}
 }

@@ -212,7 +212,8 @@ func PromoteSubsets(ref Ref, obj *unstructured.Unstructured, subsets []string, a
 	if err != nil {
 		return Change{}, err
 	}
-	return Change{Ref: ref, Patch: &p, Line: fmt.Sprintf("%s promoted: partition 0 on %s", ref, strings.Join(names, ", "))}, nil
+	f := fleetOf(ud) // fleet.go: names the clusters of the subsets, if any
+	return Change{Ref: ref, Patch: &p, Line: fmt.Sprintf("%s promoted: partition 0 on %s%s", ref, f.subsetsPhraseIn(names), f.awayNote(names))}, nil
 }
 
 func subsetsPhrase(subsets []string) string {

@@ -131,6 +131,7 @@ func unitedDeploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, erro
 	for _, s := range st.SubsetStatuses {
 		width = max(width, len(s.Name))
 	}
+	f := fleetOf(&ud) // fleet.go: nil without clusters
 	var progress, held []string
 	// waiting: some subset has pods it may update but has not yet (beyond its partition).
 	waiting := false
@@ -145,7 +146,7 @@ func unitedDeploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, erro
 		if s.UpdatedReplicas < s.Replicas-s.Partition {
 			waiting = true
 		}
-		progress = append(progress, line)
+		progress = append(progress, line+f.subsetLine(s.Name))
 	}
 	if ud.Generation > st.ObservedGeneration || st.ObservedGeneration == 0 {
 		return staleStatus(agentName, ud.Generation, st.ObservedGeneration, progress), nil
@@ -159,6 +160,11 @@ func unitedDeploymentStatus(obj *unstructured.Unstructured) (RolloutStatus, erro
 		return status(StateDegraded, fmt.Sprintf("%s: %s; %s", c.Reason, c.Message, counts), progress), nil
 	}
 	complete := st.Replicas == replicas && st.UpdatedReplicas >= replicas && st.UpdatedReadyReplicas >= replicas && st.ReadyReplicas >= replicas
+	if out := f.unreachable(); len(out) > 0 {
+		// The counts of a member out of reach are the last ones seen: nothing is known to be
+		// complete, or held, until it is back.
+		return status(StateProgressing, strings.Join(out, "; ")+"; "+counts+" as last seen", progress), nil
+	}
 	switch {
 	case complete:
 		return status(StateComplete, counts, progress), nil
@@ -194,6 +200,27 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 	if !ok {
 		return root, nil
 	}
+	f := fleetOf(&ud) // fleet.go
+	var hub []*Node
+	// The hub holds no workload of a member's subset: with every subset in a member, there is
+	// nothing to list here.
+	if f == nil || len(f.refs) < len(ud.Spec.Topology.Subsets) {
+		var err error
+		if hub, err = t.hubSubsetNodes(&ud, kind); err != nil {
+			return nil, err
+		}
+	}
+	if f == nil {
+		root.Children = hub
+		return root, nil
+	}
+	root.Children = f.clusterTree(kind, hub)
+	return root, nil
+}
+
+// hubSubsetNodes are the lines of a UnitedDeployment's subset workloads in this cluster, with
+// their pods.
+func (t *treeReader) hubSubsetNodes(ud *v1alpha1.UnitedDeployment, kind Kind) ([]*Node, error) {
 	subsets, err := t.subsetWorkloads(kind, ud.Name)
 	if err != nil {
 		return nil, fmt.Errorf("listing its subset %s workloads: %w", kind.Name, err)
@@ -209,6 +236,7 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 	for _, s := range ud.Status.SubsetStatuses {
 		partitions[s.Name] = s.Partition
 	}
+	var out []*Node
 	for _, w := range subsets {
 		if ud.UID != "" && !controlledBy(w, ud.UID) {
 			continue
@@ -238,9 +266,9 @@ func (t *treeReader) unitedDeployment(obj *unstructured.Unstructured) (*Node, er
 			}
 		}
 		n.Info = info
-		root.Children = append(root.Children, n)
+		out = append(out, n)
 	}
-	return root, nil
+	return out, nil
 }
 
 // subsetLister is a kind a UnitedDeployment's subsets may be.
@@ -333,7 +361,7 @@ func SubsetNames(ud *v1alpha1.UnitedDeployment) []string {
 
 // UnknownSubsetError is the one-line error for a subset name a UnitedDeployment does not have.
 func UnknownSubsetError(ref Ref, ud *v1alpha1.UnitedDeployment, name string) error {
-	return fmt.Errorf("%s has no subset %q: its subsets are %s", ref, name, strings.Join(SubsetNames(ud), ", "))
+	return fmt.Errorf("%s has no subset %q: its subsets are %s", ref, name, fleetOf(ud).subsetsPhraseIn(SubsetNames(ud))) // fleet.go
 }
 
 // HasSubset reports whether a UnitedDeployment lists a subset of that name.

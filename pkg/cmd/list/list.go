@@ -218,7 +218,14 @@ func (o *Options) printTable(items []item) error {
 	if o.AllNamespaces {
 		head = append(head, "NAMESPACE")
 	}
-	head = append(head, "KIND", "NAME", "DESIRED", "READY", "UPDATED", "STATUS", "AGE")
+	head = append(head, "KIND", "NAME", "DESIRED", "READY", "UPDATED", "STATUS")
+	// CLUSTERS (reachable of member clusters) only when some UnitedDeployment spans clusters:
+	// a list without any keeps its columns.
+	fleet := slices.ContainsFunc(items, func(it item) bool { return workload.ClustersOf(it.kind, it.obj) != "" })
+	if fleet {
+		head = append(head, "CLUSTERS")
+	}
+	head = append(head, "AGE")
 	if o.Wide {
 		head = append(head, "MESSAGE")
 	}
@@ -237,7 +244,11 @@ func (o *Options) printTable(items []item) error {
 			return fmt.Errorf("%s/%s: %w", it.kind.Short, it.obj.GetName(), err)
 		}
 		cells = append(cells, it.kind.Name, it.obj.GetName(),
-			strconv.Itoa(int(counts.Desired)), strconv.Itoa(int(counts.Ready)), strconv.Itoa(int(counts.Updated)), st.Phase, age(it.obj))
+			strconv.Itoa(int(counts.Desired)), strconv.Itoa(int(counts.Ready)), strconv.Itoa(int(counts.Updated)), st.Phase)
+		if fleet {
+			cells = append(cells, orDash(workload.ClustersOf(it.kind, it.obj)))
+		}
+		cells = append(cells, age(it.obj))
 		if o.Wide {
 			cells = append(cells, strings.ReplaceAll(st.Summary, "\t", " "))
 		}
@@ -311,4 +322,11 @@ func age(obj *unstructured.Unstructured) string {
 		return duration.HumanDuration(now().Sub(ts.Time))
 	}
 	return "<unknown>"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -95,6 +95,8 @@ func TestList(t *testing.T) {
 		{"templates-selector", NewCmdList, withTemplates(), []string{"-l", "team=payments"}},
 		{"templates-only", NewCmdList, cmdtest.AnalysisTemplates(cmdtest.Namespace, t0.Add(-time.Hour)), nil},
 		{"templates-name", NewCmdList, withTemplates(), []string{"-o", "name"}},
+		// A UnitedDeployment over member clusters adds CLUSTERS (reachable/clusters); "-" for the rest.
+		{"fleet", NewCmdList, append(objects(), cmdtest.FleetUnitedDeployment(t0, true), cmdtest.FleetCanary(t0)), nil},
 		{"error-not-installed", withNothing, nil, nil},
 		{"error-arguments", NewCmdList, nil, []string{"tapp/web"}},
 		{"error-output", NewCmdList, nil, []string{"-o", "table"}},

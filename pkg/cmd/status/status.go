@@ -144,7 +144,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := o.Viewer.Status(obj)
+	st, err := o.status(ctx, obj)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Ref, err)
 	}
@@ -171,7 +171,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		switch e.Type {
 		case watch.Added, watch.Modified:
-			st, err := o.Viewer.Status(u)
+			st, err := o.status(wctx, u)
 			if err != nil {
 				return false, fmt.Errorf("%s: %w", o.Ref, err)
 			}
@@ -223,6 +223,15 @@ func (o *Options) read(ctx context.Context) (*unstructured.Unstructured, error) 
 		o.held = fmt.Sprintf("%s %s of canary/%s%s: see kubectl workload status canary/%s", h.Role, o.Ref.Kind.Name, h.Canary, at, h.Canary)
 	}
 	return obj, nil
+}
+
+// status is the object's rollout status, with its target read too when that says more (the
+// clusters of a Canary's waves: workload.TargetStatusViewer).
+func (o *Options) status(ctx context.Context, obj *unstructured.Unstructured) (workload.RolloutStatus, error) {
+	if v, ok := o.Viewer.(workload.TargetStatusViewer); ok {
+		return v.StatusWithTarget(ctx, o.Client, o.Namespace, obj)
+	}
+	return o.Viewer.Status(obj)
 }
 
 // note adds to a status what the object is part of (the Canary that releases a Deployment).
