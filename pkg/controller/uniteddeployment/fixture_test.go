@@ -23,8 +23,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
-	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
