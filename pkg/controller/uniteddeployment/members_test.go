@@ -403,3 +403,62 @@ func setProfileHealth(t *testing.T, mf *memberFixture, s metav1.ConditionStatus)
 		return ok == (s == metav1.ConditionTrue)
 	})
 }
+
+// TestSubsetMovedToMember: a hub subset given a clusterProfileRef gets its workload in the
+// member first; the hub's keeps serving until the member's has every replica ready on the
+// updated revision, and is deleted then.
+func TestSubsetMovedToMember(t *testing.T) {
+	ud := memberUD()
+	ud.Spec.Topology.Subsets[1].ClusterProfileRef = nil
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), ud)
+	rev := revisionName(t, ud)
+	mf.sync("web")
+	mf.wantActions("create controllerrevisions "+rev, "create statefulsets web-zone-a-", "create statefulsets web-eu-", "update uniteddeployments/status web")
+	mf.observe()
+	m, err := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, m.HasSynced)
+
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) {
+		ud.Spec.Topology.Subsets[1].ClusterProfileRef = &appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"}
+	})
+	mf.sync("web")
+	mf.wantActions("patch uniteddeployments ")
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { ud.Finalizers = []string{appsv1alpha1.FinalizerMemberWorkloads} })
+	mf.sync("web")
+	if calls := mf.member.calls(); strings.Join(calls, ",") != "create statefulsets web-eu-" {
+		t.Fatalf("member calls %v, want the eu StatefulSet created there", calls)
+	}
+	for _, a := range mf.actions() {
+		if strings.HasPrefix(a, "delete ") {
+			t.Fatalf("hub workload deleted before the member's is ready: %v", mf.actions())
+		}
+	}
+	mf.observe()
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	set, err := mf.member.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "web-eu-x1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Status = appsv1.StatefulSetStatus{Replicas: 4, ReadyReplicas: 4, UpdatedReplicas: 4}
+	if _, err := mf.member.kube.AppsV1().StatefulSets(ns).UpdateStatus(context.Background(), set, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mf.member.calls()
+	waitUntil(t, func() bool {
+		s, err := m.StatefulSets.StatefulSets(ns).Get("web-eu-x1")
+		return err == nil && s.Status.ReadyReplicas == 4
+	})
+	mf.sync("web")
+	var deleted []string
+	for _, a := range mf.actions() {
+		if strings.HasPrefix(a, "delete statefulsets ") {
+			deleted = append(deleted, a)
+		}
+	}
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "delete statefulsets web-eu-") {
+		t.Fatalf("hub actions %v, want the hub's eu StatefulSet deleted", mf.actions())
+	}
+}
