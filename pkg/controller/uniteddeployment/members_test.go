@@ -426,7 +426,9 @@ func TestSubsetMovedToMember(t *testing.T) {
 	})
 	mf.sync("web")
 	mf.wantActions("patch uniteddeployments ")
-	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { ud.Finalizers = []string{appsv1alpha1.FinalizerMemberWorkloads} })
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) {
+		ud.Finalizers = []string{appsv1alpha1.FinalizerMemberWorkloads}
+	})
 	mf.sync("web")
 	if calls := mf.member.calls(); strings.Join(calls, ",") != "create statefulsets web-eu-" {
 		t.Fatalf("member calls %v, want the eu StatefulSet created there", calls)
