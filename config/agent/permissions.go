@@ -56,12 +56,13 @@ func (k Key) String() string {
 }
 
 const (
-	workloads   = "apps.workload.dev"
-	apps        = "apps"
-	batch       = "batch"
-	gateway     = "gateway.networking.k8s.io"
-	autoscaling = "autoscaling"
-	core        = ""
+	workloads    = "apps.workload.dev"
+	apps         = "apps"
+	batch        = "batch"
+	gateway      = "gateway.networking.k8s.io"
+	autoscaling  = "autoscaling"
+	multicluster = "multicluster.x-k8s.io"
+	core         = ""
 )
 
 // Informers: every informer lists and watches all namespaces (or the one of --namespace). Since
@@ -186,6 +187,13 @@ var Permissions = []Permission{
 	{autoscaling, "horizontalpodautoscalers", "list", "", informerList + " (canary: autoscalerOf)"},
 	{autoscaling, "horizontalpodautoscalers", "watch", "", informerWatch},
 
+	// ClusterProfiles (SIG-Multicluster, published by the cluster manager): read only, to reach
+	// the member clusters UnitedDeployment subsets name (pkg/fleet; the informer starts only
+	// when the hub serves them). Nothing is written on the hub for members, and the agent's
+	// identity in each member is config/rbac/member-role.yaml's.
+	{multicluster, "clusterprofiles", "list", "", informerList + " (fleet: Registry.Member reads a subset's ClusterProfile)"},
+	{multicluster, "clusterprofiles", "watch", "", informerWatch},
+
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).
 	{apps, "controllerrevisions", "list", "", informerList + "; canary: the revisions of a targeted DaemonSet (label selector, inplace_daemonset.go)"},
@@ -205,4 +213,25 @@ var Permissions = []Permission{
 	// be sent (no informer: nothing of them stays in the agent's memory).
 	{core, "configmaps", "get", Namespace, "notifications: Controller.config reads the ConfigMap workload-notifications"},
 	{core, "secrets", "get", Namespace, "notifications: Controller.config reads the Secret workload-notifications-secret ($key values of the services)"},
+}
+
+// MemberPermissions is every permission the agent needs in a member cluster, in the namespace of
+// a UnitedDeployment whose subsets name it: what config/rbac/member-role.yaml grants, no more.
+// Discovery (is tapps.apps.workload.dev served?) is allowed to every authenticated identity.
+var MemberPermissions = []Permission{
+	{apps, "statefulsets", "list", "", informerList + " (fleet: a member's subset workloads, filtered by fleet.MemberSelector)"},
+	{apps, "statefulsets", "watch", "", informerWatch},
+	{apps, "statefulsets", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset StatefulSet in its member"},
+	{apps, "statefulsets", "update", "", "uniteddeployment: subsetKind.Update of a subset StatefulSet in its member"},
+	{apps, "statefulsets", "delete", "", "uniteddeployment: subsetKind.Delete, and the member finalizer (finalizer.go clearMember)"},
+	{apps, "deployments", "list", "", informerList + " (fleet: a member's subset workloads)"},
+	{apps, "deployments", "watch", "", informerWatch},
+	{apps, "deployments", "create", "", "uniteddeployment: subsetKind.Create of a subset Deployment in its member"},
+	{apps, "deployments", "update", "", "uniteddeployment: subsetKind.Update of a subset Deployment in its member"},
+	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete, and the member finalizer"},
+	{workloads, "tapps", "list", "", informerList + " (fleet: Member.TApps, once the member serves TApps)"},
+	{workloads, "tapps", "watch", "", informerWatch},
+	{workloads, "tapps", "create", "", "uniteddeployment: subsetKind.Create of a subset TApp in its member"},
+	{workloads, "tapps", "update", "", "uniteddeployment: subsetKind.Update of a subset TApp in its member"},
+	{workloads, "tapps", "delete", "", "uniteddeployment: subsetKind.Delete, and the member finalizer"},
 }
