@@ -68,50 +68,86 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 }
 
 // syncStatus is the status queue's sync: the status of a TApp whose sync would write nothing
-// else, or the key handed to the main queue.
+// else, or the key handed to the main queue. Each outcome is counted
+// (workload_agent_status_sync_total), so that a status that lags can be told apart by cause.
 func (c *Controller) syncStatus(ctx context.Context, name cache.ObjectName) error {
 	key := name.String()
 	if !c.running.begin(key, func() { c.status.Queue.Add(name) }) {
+		metrics.ObserveStatusSync(StatusQueueName, "deferred", handoverNone)
 		return nil
 	}
 	defer c.running.end(key)
+	outcome, handover, err := c.statusOnly(ctx, name)
+	if handover != handoverNone {
+		c.Queue.Add(name)
+	}
+	if err != nil {
+		outcome = "failed"
+	}
+	metrics.ObserveStatusSync(StatusQueueName, outcome, handover)
+	return err
+}
+
+// What a status sync hands to the main queue, in workload_agent_status_sync_total.
+const (
+	handoverNone     = "none"
+	handoverPods     = "pods"     // pods to create, delete or update in place
+	handoverGates    = "gates"    // readiness gates to open, stuck pods to force-delete
+	handoverRevision = "revision" // a revision to record
+	handoverOther    = "other"    // a deleted TApp, templates to prune, a selector to report
+)
+
+// statusOnly writes the status of a TApp whose sync would write nothing else; otherwise it says
+// what the main sync has to write.
+func (c *Controller) statusOnly(ctx context.Context, name cache.ObjectName) (outcome, handover string, err error) {
 	namespace, tappName := name.Parts()
 	t, err := c.tappLister.TApps(namespace).Get(tappName)
 	if err != nil || t.DeletionTimestamp != nil || t.Spec.AutoDeleteUnusedTemplate || validateSelector(t) != nil {
-		// A deleted TApp, templates to prune, a selector to report: the main sync's.
-		c.Queue.Add(name)
-		return nil
+		return "unchanged", handoverOther, nil
 	}
 	now := c.clock.Now()
-	needsSync, pods, templates, err := c.observe(t, key)
+	needsSync, pods, templates, err := c.observe(t, name.String())
 	if err != nil {
-		return err
+		return "", handoverNone, err
 	}
 	p := computePlan(t, templates, pods, now, c.writes.inFlight)
 	rev, recorded := c.recordedRevisions(t)
-	if p.writes(needsSync) || !recorded {
-		c.Queue.Add(name)
-		return nil
+	if !recorded {
+		return "unchanged", handoverRevision, nil
+	}
+	if h := p.handover(needsSync); h != handoverNone {
+		return "unchanged", h, nil
 	}
 	status, held := computeStatus(t, templates, pods, now, p.failure(needsSync))
 	setRevisionStatus(&status, t, rev, held)
 	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
-	if err := c.updateStatus(ctx, t, status); err != nil {
-		return err
+	wrote, err := c.updateStatus(ctx, t, status)
+	if err != nil {
+		return "", handoverNone, err
 	}
 	if p.requeueAfter > 0 {
 		c.Queue.AddAfter(name, p.requeueAfter)
 	}
-	return nil
+	return wroteOutcome(wrote), handoverNone, nil
 }
 
-// writes reports whether manage would write anything for the plan (needsSync: whether it may
-// create, delete and update pods).
-func (p *plan) writes(needsSync bool) bool {
-	if len(p.stuck) > 0 || len(p.markReady) > 0 {
-		return true
+func wroteOutcome(wrote bool) string {
+	if wrote {
+		return "wrote"
 	}
-	return needsSync && (len(p.creates) > 0 || len(p.deletes) > 0 || len(p.inPlace) > 0)
+	return "unchanged"
+}
+
+// handover is what manage would write for the plan (needsSync: whether it may create, delete and
+// update pods), as a handover reason; handoverNone when nothing.
+func (p *plan) handover(needsSync bool) string {
+	switch {
+	case len(p.stuck) > 0 || len(p.markReady) > 0:
+		return handoverGates
+	case needsSync && (len(p.creates) > 0 || len(p.deletes) > 0 || len(p.inPlace) > 0):
+		return handoverPods
+	}
+	return handoverNone
 }
 
 // failure is the ReplicaFailure of a plan that writes nothing: its problems, reported by manage

@@ -97,7 +97,7 @@ func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
 	status, held := computeStatus(t, templates, pods, now, fail)
 	setRevisionStatus(&status, t, rev, held)
 	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
-	if err := c.updateStatus(ctx, t, status); err != nil {
+	if _, err := c.updateStatus(ctx, t, status); err != nil {
 		return errors.Join(manageErr, err)
 	}
 	if p != nil && p.requeueAfter > 0 {
@@ -652,15 +652,16 @@ func (c *Controller) pruneTemplates(ctx context.Context, t *appsv1alpha1.TApp, p
 // updateStatus writes status through the status subresource, only if it differs from the
 // TApp's current status. While the cache has not caught up with the controller's own last status
 // write, that write (and the version it produced) counts as the current status: otherwise every
-// sync in that window would write again from a stale version and fail with a conflict.
-func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus) error {
+// sync in that window would write again from a stale version and fail with a conflict. It reports
+// whether it wrote.
+func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus) (bool, error) {
 	if len(status.Statuses) == 0 {
 		status.Statuses = nil
 	}
 	key := expectations.ObjectKey(t)
 	current, version := c.statuses.Current(key, t.ResourceVersion, &t.Status)
 	if equality.Semantic.DeepEqual(*current, status) {
-		return nil
+		return false, nil
 	}
 	cp := t.DeepCopy()
 	cp.ResourceVersion = version
@@ -668,8 +669,8 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 	out, err := c.statusClient.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
 		c.statuses.Forget(key)
-		return err
+		return false, err
 	}
 	c.statuses.Wrote(key, t.ResourceVersion, out.ResourceVersion, out.Status.DeepCopy())
-	return nil
+	return true, nil
 }
