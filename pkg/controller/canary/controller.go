@@ -168,6 +168,9 @@ func NewController(cfg Config) (*Controller, error) {
 		c.statusClient = c.client
 	}
 	c.Lagging = cacheLagging
+	// A promote or an edit of the Canary (a new generation) is answered ahead of the syncs the
+	// pods of other releases queue (docs/architecture.md, "The spec queue").
+	c.UseSpecQueue()
 	if err := c.watchCanaries(cfg.Canaries, cfg.Deployments); err != nil {
 		return nil, err
 	}

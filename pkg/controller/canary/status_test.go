@@ -97,3 +97,25 @@ func TestProgressOnly(t *testing.T) {
 		}
 	}
 }
+
+// A promote (a new generation) queues the Canary on the spec queue; a status write of its own,
+// and its Deployments' events, on the main queue.
+func TestPromoteGoesToTheSpecQueue(t *testing.T) {
+	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
+	old := f.canary()
+	h := f.ctrl.ObjectHandler()
+	promoted := old.DeepCopy()
+	promoted.Spec.ApprovedBatch = 1
+	promoted.Generation++
+	h.OnUpdate(old, promoted)
+	if f.ctrl.Spec.Len() != 1 || f.ctrl.Queue.Len() != 0 {
+		t.Errorf("promote: spec queue %d, main queue %d; want 1 and 0", f.ctrl.Spec.Len(), f.ctrl.Queue.Len())
+	}
+	written := old.DeepCopy()
+	written.Status.Phase = v1alpha1.CanaryPaused
+	h.OnUpdate(old, written)
+	f.ctrl.handleDeployment(newStable(10))
+	if f.ctrl.Spec.Len() != 1 || f.ctrl.Queue.Len() != 1 {
+		t.Errorf("status write, Deployment event: spec queue %d, main queue %d; want 1 and 1", f.ctrl.Spec.Len(), f.ctrl.Queue.Len())
+	}
+}

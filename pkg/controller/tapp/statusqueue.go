@@ -3,8 +3,8 @@ package tapp
 import (
 	"context"
 	"strings"
-	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,60 +24,17 @@ const StatusQueueName = ControllerName + "-status"
 // client's rate limiter; and the status written is the sync's own (computeStatus), not a second
 // derivation of it.
 
-// exclusive keeps the two queues from syncing one key at once (each workqueue keeps its own keys
-// apart, not the other's): a sync that finds its key taken leaves it to be queued again, on its
-// own queue, when the running sync ends.
-type exclusive struct {
-	mu      sync.Mutex
-	running map[string][]func()
-}
-
-func newExclusive() *exclusive { return &exclusive{running: map[string][]func(){}} }
-
-// begin takes key, or, when a sync of it runs, records again to be called when that sync ends
-// and returns false.
-func (x *exclusive) begin(key string, again func()) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if waiting, ok := x.running[key]; ok {
-		x.running[key] = append(waiting, again)
-		return false
-	}
-	x.running[key] = nil
-	return true
-}
-
-// end releases key and calls what was left to be called (outside the lock).
-func (x *exclusive) end(key string) {
-	x.mu.Lock()
-	again := x.running[key]
-	delete(x.running, key)
-	x.mu.Unlock()
-	for _, f := range again {
-		f()
-	}
-}
-
-// syncHandler is the main queue's sync, exclusive of the status queue's.
-func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
-	if !c.running.begin(name.String(), func() { c.Queue.Add(name) }) {
-		return nil
-	}
-	defer c.running.end(name.String())
-	return c.sync(ctx, name)
-}
-
 // syncStatus is the status queue's sync: the status of a TApp whose sync would write nothing
 // else, or the key handed to the main queue. Each outcome is counted
 // (workload_agent_status_sync_total), so that a status that lags can be told apart by cause.
 func (c *Controller) syncStatus(ctx context.Context, name cache.ObjectName) error {
 	key := name.String()
-	if !c.running.begin(key, func() { c.status.Queue.Add(name) }) {
+	if !c.running.Begin(key, func() { c.status.Queue.Add(name) }) {
 		metrics.ObserveStatusSync(StatusQueueName, "deferred", handoverNone)
 		return nil
 	}
-	defer c.running.end(key)
-	outcome, handover, err := c.statusOnly(ctx, name)
+	defer c.running.End(key)
+	outcome, handover, err := c.statusSync(ctx, name)
 	if handover != handoverNone {
 		c.Queue.Add(name)
 	}
@@ -94,16 +51,25 @@ const (
 	handoverPods     = "pods"     // pods to create, delete or update in place
 	handoverGates    = "gates"    // readiness gates to open, stuck pods to force-delete
 	handoverRevision = "revision" // a revision to record
-	handoverOther    = "other"    // a deleted TApp, templates to prune, a selector to report
+	// a new generation the status does not say it acted on (the spec queue's, usually)
+	handoverGeneration = "generation"
+	handoverOther      = "other" // a deleted TApp, templates to prune, a selector to report
 )
 
-// statusOnly writes the status of a TApp whose sync would write nothing else; otherwise it says
-// what the main sync has to write.
-func (c *Controller) statusOnly(ctx context.Context, name cache.ObjectName) (outcome, handover string, err error) {
+// statusSync writes the TApp's status from the current observation, and says what the main
+// sync has left to write. The status is written whenever it is true of what is observed: also
+// when pods or gates are left to the main sync (their status says what the pods are now; the
+// main sync writes the next one), but not when a new generation or a revision waits for the main
+// sync, whose status only can say it acted on them; a ReplicaFailure the main sync reported stays
+// until a main sync clears it.
+func (c *Controller) statusSync(ctx context.Context, name cache.ObjectName) (outcome, handover string, err error) {
 	namespace, tappName := name.Parts()
 	t, err := c.tappLister.TApps(namespace).Get(tappName)
 	if err != nil || t.DeletionTimestamp != nil || t.Spec.AutoDeleteUnusedTemplate || validateSelector(t) != nil {
 		return "unchanged", handoverOther, nil
+	}
+	if t.Status.ObservedGeneration != t.Generation {
+		return "unchanged", handoverGeneration, nil
 	}
 	now := c.clock.Now()
 	needsSync, pods, templates, err := c.observe(t, name.String())
@@ -115,20 +81,33 @@ func (c *Controller) statusOnly(ctx context.Context, name cache.ObjectName) (out
 	if !recorded {
 		return "unchanged", handoverRevision, nil
 	}
-	if h := p.handover(needsSync); h != handoverNone {
-		return "unchanged", h, nil
-	}
+	handover = p.handover(needsSync)
 	status, held := computeStatus(t, templates, pods, now, p.failure(needsSync))
 	setRevisionStatus(&status, t, rev, held)
+	if handover != handoverNone {
+		keepFailure(&status, t)
+	}
 	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
 	wrote, err := c.updateStatus(ctx, t, status)
 	if err != nil {
-		return "", handoverNone, err
+		return "", handover, err
 	}
-	if p.requeueAfter > 0 {
+	if handover == handoverNone && p.requeueAfter > 0 {
 		c.Queue.AddAfter(name, p.requeueAfter)
 	}
-	return wroteOutcome(wrote), handoverNone, nil
+	return wroteOutcome(wrote), handover, nil
+}
+
+// keepFailure carries the ReplicaFailure condition of t's status (a write the main sync saw
+// refused) into status when status has none: only the main sync, which retries the write, can
+// tell that it went through.
+func keepFailure(status *appsv1alpha1.TAppStatus, t *appsv1alpha1.TApp) {
+	if meta.FindStatusCondition(status.Conditions, appsv1alpha1.ConditionReplicaFailure) != nil {
+		return
+	}
+	if c := meta.FindStatusCondition(t.Status.Conditions, appsv1alpha1.ConditionReplicaFailure); c != nil {
+		meta.SetStatusCondition(&status.Conditions, *c.DeepCopy())
+	}
 }
 
 func wroteOutcome(wrote bool) string {

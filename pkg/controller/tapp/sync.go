@@ -29,9 +29,9 @@ import (
 // errExists says a pod to create exists already and belongs to the TApp.
 var errExists = errors.New("pod exists already")
 
-// sync reconciles one TApp, reading only from the listers. It returns an error to have the key
-// retried with backoff.
-func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
+// syncHandler reconciles one TApp, reading only from the listers. It returns an error to have the
+// key retried with backoff. Run keeps it exclusive of the other queues' syncs of the same TApp.
+func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("tapp", name.String())
 	ctx = klog.NewContext(ctx, logger)
 	key := name.String()
