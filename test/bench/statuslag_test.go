@@ -39,14 +39,22 @@ func (w *loadWatch) noteLacking(t *appsv1alpha1.TApp) {
 		return
 	}
 	s, n := t.Status, int32(smallReplicas)
+	var lacks string
 	switch {
 	case s.ObservedGeneration != t.Generation:
-		w.lacking[t.Name] = "observedGeneration"
+		lacks = "observedGeneration"
 	case s.ReadyReplicas != n || s.AvailableReplicas != n:
-		w.lacking[t.Name] = "ready count"
+		lacks = "ready count"
+	case s.UpdatedReplicas != n:
+		lacks = "updated count"
 	default:
-		w.lacking[t.Name] = "replicas or updated count"
+		lacks = "replicas"
 	}
+	if t.Generation > 1 {
+		// The load's TApps are created at generation 1: a Canary's write changed its spec.
+		lacks += " (spec changed)"
+	}
+	w.lacking[t.Name] = lacks
 }
 
 // reportTail prints, for the TApps whose status lagged by tailLag or more, what their status
