@@ -16,16 +16,17 @@ import (
 // StatusQueueName names the queue of the syncs that only write a status, in logs and metrics.
 const StatusQueueName = ControllerName + "-status"
 
-// The status queue (docs/tapp.md, "Status lag"). Pod events go to a queue of their own, whose
-// workers sync a TApp only as far as its status: when the plan of that sync writes nothing else,
-// they write the status (through the status client's budget); otherwise they hand the key to the
-// main queue, whose sync does everything as before. So a pod turning Ready is answered by a status
-// write at once instead of after every TApp queued before it, each of which may wait for the pod
-// client's rate limiter; and the status written is the sync's own (computeStatus), not a second
-// derivation of it.
+// The status queue (docs/tapp.md, "Status lag"; docs/architecture.md, "Two client budgets and the
+// TApp's status queue"). Pod events and the TApps' status-only updates go to a queue of their
+// own, whose workers sync a TApp only as far as its status: they write the status the plan gives
+// (through the status client's budget) and, when the plan has pods or gates to write too, hand
+// the key to the main queue, whose sync does everything as before. So a pod turning Ready is
+// answered by a status write at once instead of after every TApp queued before it, each of which
+// may wait for the pod client's rate limiter; and the status written is the sync's own
+// (computeStatus), not a second derivation of it.
 
-// syncStatus is the status queue's sync: the status of a TApp whose sync would write nothing
-// else, or the key handed to the main queue. Each outcome is counted
+// syncStatus is the status queue's sync: the TApp's status, and the key handed to the main queue
+// when its sync has more to write. Each outcome is counted
 // (workload_agent_status_sync_total), so that a status that lags can be told apart by cause.
 func (c *Controller) syncStatus(ctx context.Context, name cache.ObjectName) error {
 	key := name.String()
