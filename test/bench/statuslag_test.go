@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -126,7 +127,14 @@ func reportAgentQueues(b *testing.B, a *agentproc.Agent) {
 		sort.Strings(parts)
 		say("agent status syncs (outcome/handed to the main queue): %s", strings.Join(parts, ", "))
 	}
-	mf := mfs["workqueue_queue_duration_seconds"]
+	reportHistograms(mfs["workqueue_queue_duration_seconds"], "waited")
+	// A status sync that finds its TApp taken by another queue's sync waits for that sync's end.
+	reportHistograms(mfs["workqueue_work_duration_seconds"], "synced in")
+}
+
+// reportHistograms prints, per TApp and Canary queue, the count, mean and counts over 1 s and
+// 10 s of a workqueue duration histogram.
+func reportHistograms(mf *dto.MetricFamily, what string) {
 	if mf == nil {
 		return
 	}
@@ -149,8 +157,8 @@ func reportAgentQueues(b *testing.B, a *agentproc.Agent) {
 		if h.GetSampleCount() > 0 {
 			mean = h.GetSampleSum() / float64(h.GetSampleCount())
 		}
-		say("agent queue %s: %d items taken, waited %.3f s on average, %d over 1 s, %d over 10 s",
-			name, h.GetSampleCount(), mean, over1, over10)
+		say("agent queue %s: %d items %s %.3f s on average, %d over 1 s, %d over 10 s",
+			name, h.GetSampleCount(), what, mean, over1, over10)
 	}
 }
 
