@@ -28,7 +28,7 @@ var (
 
 	statusSyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "workload_agent_status_sync_total",
-		Help: "Syncs of a status queue, per controller, outcome (wrote, unchanged, deferred: another sync of the object ran) and what was handed to the main queue (none, pods, gates, revision, generation, other).",
+		Help: "Syncs of a status queue, per controller, outcome (wrote, unchanged, skipped: a later observation's status was written first, failed) and what was handed to the main queue (none, pods, gates, revision, generation, other).",
 	}, []string{"controller", "outcome", "handover"})
 
 	rolloutDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -37,12 +37,12 @@ type Controller struct {
 	statusClient versioned.Interface
 
 	// Base holds the main queue, fed by TApp events, and the spec queue, fed by TApp updates
-	// with a new generation; status the status queue, fed by pod events and the TApps' status-only
-	// updates (statusqueue.go); running (Base.Running) keeps the three from syncing one TApp at
-	// once.
+	// with a new generation (Base.Running keeps the two from syncing one TApp at once); status
+	// the status queue, fed by pod events and the TApps' status-only updates (statusqueue.go),
+	// whose syncs write only statuses, kept in order by order (statusorder.go).
 	*base.Base
-	status  *base.Base
-	running *base.Exclusive
+	status *base.Base
+	order  *statusOrder
 
 	tappLister     appslisters.TAppLister
 	podLister      corelisters.PodLister
@@ -87,10 +87,10 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 		expectations:   expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(c.Clock)),
 		writes:         newPendingWrites(c.Clock),
 		statuses:       expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
+		order:          newStatusOrder(),
 		clock:          c.Clock,
 	}
 	ctl.UseSpecQueue()
-	ctl.running = ctl.Running
 	// Pod events go to the status queue, which hands the key to the main queue when the sync
 	// has more to write than the status.
 	owners := base.NewOwners(ctl.status, func(namespace, name string) (*appsv1alpha1.TApp, error) {

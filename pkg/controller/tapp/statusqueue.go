@@ -29,12 +29,6 @@ const StatusQueueName = ControllerName + "-status"
 // when its sync has more to write. Each outcome is counted
 // (workload_agent_status_sync_total), so that a status that lags can be told apart by cause.
 func (c *Controller) syncStatus(ctx context.Context, name cache.ObjectName) error {
-	key := name.String()
-	if !c.running.Begin(key, func() { c.status.Queue.Add(name) }) {
-		metrics.ObserveStatusSync(StatusQueueName, "deferred", handoverNone)
-		return nil
-	}
-	defer c.running.End(key)
 	outcome, handover, err := c.statusSync(ctx, name)
 	if handover != handoverNone {
 		c.Queue.Add(name)
@@ -64,6 +58,7 @@ const (
 // sync, whose status only can say it acted on them; a ReplicaFailure the main sync reported stays
 // until a main sync clears it.
 func (c *Controller) statusSync(ctx context.Context, name cache.ObjectName) (outcome, handover string, err error) {
+	seq := c.order.observe()
 	namespace, tappName := name.Parts()
 	t, err := c.tappLister.TApps(namespace).Get(tappName)
 	if err != nil || t.DeletionTimestamp != nil || t.Spec.AutoDeleteUnusedTemplate || validateSelector(t) != nil {
@@ -89,9 +84,18 @@ func (c *Controller) statusSync(ctx context.Context, name cache.ObjectName) (out
 		keepFailure(&status, t)
 	}
 	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
-	wrote, err := c.updateStatus(ctx, t, status)
+	var wrote bool
+	ran, _, err := c.order.write(name.String(), seq, false, func() error {
+		wrote, err = c.updateStatus(ctx, t, status)
+		return err
+	})
 	if err != nil {
 		return "", handover, err
+	}
+	if !ran {
+		// A later observation's status was written meanwhile (another status sync cannot run
+		// at once; a main sync took its number later and finished first).
+		return "skipped", handover, nil
 	}
 	if handover == handoverNone && p.requeueAfter > 0 {
 		c.Queue.AddAfter(name, p.requeueAfter)

@@ -190,19 +190,67 @@ func TestStatusWritesGoThroughTheStatusClient(t *testing.T) {
 	sameActions(t, statusLog, "update tapps/status web")
 }
 
-// A status sync of a TApp another queue is syncing leaves it for later, on its own queue.
-func TestStatusSyncWaitsForTheRunningSync(t *testing.T) {
-	tp := newTApp("web", 1)
-	f := newFixture(t, []*appsv1alpha1.TApp{tp}, runningPods(tp, 0), nil)
-	if !f.c.running.Begin(ns+"/web", func() {}) {
-		t.Fatal("key refused")
+// The status queue does not wait for a main sync of the same TApp; the main sync's status,
+// computed from an observation older than the one the status queue wrote meanwhile, is not
+// written over it, unless it reports a failure, after which the status queue writes the latest
+// status again.
+func TestStatusWritesKeepTheOrderOfTheirObservations(t *testing.T) {
+	tp := seen(newTApp("web", 2))
+	pods := runningPods(tp, 0, 1)
+	f := newFixture(t, []*appsv1alpha1.TApp{tp}, pods, nil)
+	mainSeq := f.c.order.observe() // a main sync read the caches before the pods were Ready
+	older := tp.Status.DeepCopy()
+	older.ReadyReplicas = 0
+	sameActions(t, f.syncStatus("web"), "update tapps/status web")
+	if got := f.statusWritten().Status.ReadyReplicas; got != 2 {
+		t.Fatalf("status queue wrote ready %d, want 2", got)
 	}
-	sameActions(t, f.syncStatus("web"))
+	cached := f.getTApp("web")
+
+	f.clearActions()
+	if err := f.c.writeStatusInOrder(context.Background(), cached, *older, mainSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameActions(t, f.actions()) // skipped: older than what was written
 	if f.c.status.Queue.Len() != 0 {
-		t.Fatal("queued again before the running sync ended")
+		t.Errorf("status queue length %d, want 0", f.c.status.Queue.Len())
 	}
-	f.c.running.End(ns + "/web")
+
+	older.Conditions = []metav1.Condition{{Type: appsv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
+		Reason: appsv1alpha1.ReasonFailedCreate, Message: "refused"}}
+	if err := f.c.writeStatusInOrder(context.Background(), cached, *older, mainSeq, true); err != nil {
+		t.Fatal(err)
+	}
+	sameActions(t, f.actions(), "update tapps/status web") // a failure to report
 	if f.c.status.Queue.Len() != 1 {
-		t.Errorf("status queue length %d after the running sync ended, want 1", f.c.status.Queue.Len())
+		t.Errorf("status queue length %d, want the TApp queued to write the latest status again", f.c.status.Queue.Len())
+	}
+}
+
+func TestStatusOrder(t *testing.T) {
+	o := newStatusOrder()
+	first, second := o.observe(), o.observe()
+	var wrote []uint64
+	write := func(seq uint64, must bool) (bool, bool) {
+		ran, stale, err := o.write("ns/a", seq, must, func() error { wrote = append(wrote, seq); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ran, stale
+	}
+	if ran, stale := write(second, false); !ran || stale {
+		t.Errorf("the later observation: ran %v, stale %v; want true, false", ran, stale)
+	}
+	if ran, stale := write(first, false); ran || !stale {
+		t.Errorf("the earlier observation after it: ran %v, stale %v; want false, true", ran, stale)
+	}
+	if ran, stale := write(first, true); !ran || !stale {
+		t.Errorf("the earlier observation, must: ran %v, stale %v; want true, true", ran, stale)
+	}
+	if ran, _, _ := o.write("ns/b", first, false, func() error { return nil }); !ran {
+		t.Error("another TApp's write was held back")
+	}
+	if len(wrote) != 2 || wrote[0] != second || wrote[1] != first {
+		t.Errorf("writes %v, want [%d %d]", wrote, second, first)
 	}
 }

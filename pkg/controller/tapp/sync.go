@@ -30,18 +30,21 @@ import (
 var errExists = errors.New("pod exists already")
 
 // syncHandler reconciles one TApp, reading only from the listers. It returns an error to have the
-// key retried with backoff. Run keeps it exclusive of the other queues' syncs of the same TApp.
+// key retried with backoff. Run keeps it exclusive of the spec or main queue's sync of the same
+// TApp; its status write is ordered with the status queue's (statusorder.go).
 func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("tapp", name.String())
 	ctx = klog.NewContext(ctx, logger)
 	key := name.String()
 	namespace, tappName := name.Parts()
+	seq := c.order.observe()
 
 	t, err := c.tappLister.TApps(namespace).Get(tappName)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("TApp deleted")
 		c.expectations.DeleteExpectations(key)
 		c.statuses.Forget(key)
+		c.order.forget(key)
 		metrics.ForgetWorkload(Kind, namespace, tappName)
 		return nil
 	}
@@ -97,7 +100,7 @@ func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) err
 	status, held := computeStatus(t, templates, pods, now, fail)
 	setRevisionStatus(&status, t, rev, held)
 	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
-	if _, err := c.updateStatus(ctx, t, status); err != nil {
+	if err := c.writeStatusInOrder(ctx, t, status, seq, fail != nil); err != nil {
 		return errors.Join(manageErr, err)
 	}
 	if p != nil && p.requeueAfter > 0 {
@@ -647,6 +650,21 @@ func (c *Controller) pruneTemplates(ctx context.Context, t *appsv1alpha1.TApp, p
 	}
 	c.Recorder.Eventf(t, corev1.EventTypeNormal, appsv1alpha1.ReasonTemplatePruned, "Removed unused templates %s from templatePool", strings.Join(unused, ", "))
 	return true, nil
+}
+
+// writeStatusInOrder writes the status a main or spec sync computed from observation seq, unless
+// the status queue wrote one of a later observation while this sync wrote pods; with a failure
+// to report (failed) it writes all the same, and has the status queue write the latest status
+// again after it.
+func (c *Controller) writeStatusInOrder(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus, seq uint64, failed bool) error {
+	_, stale, err := c.order.write(expectations.ObjectKey(t), seq, failed, func() error {
+		_, err := c.updateStatus(ctx, t, status)
+		return err
+	})
+	if stale && failed {
+		c.status.Queue.Add(cache.MetaObjectToName(t))
+	}
+	return err
 }
 
 // updateStatus writes status through the status subresource, only if it differs from the
