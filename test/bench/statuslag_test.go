@@ -40,6 +40,9 @@ func (w *loadWatch) noteLacking(t *appsv1alpha1.TApp) {
 		return
 	}
 	s, n := t.Status, int32(smallReplicas)
+	if s.ObservedGeneration == t.Generation && s.Replicas == n && s.UpdatedReplicas == n && s.ReadyReplicas == n && s.AvailableReplicas == n {
+		return // the complete status itself: what came before it counts
+	}
 	var lacks string
 	switch {
 	case s.ObservedGeneration != t.Generation:
@@ -59,8 +62,8 @@ func (w *loadWatch) noteLacking(t *appsv1alpha1.TApp) {
 }
 
 // reportTail prints, for the TApps whose status lagged by tailLag or more, what their status
-// lacked in its last event before complete ("no event": the status was not written between the
-// last pod Ready and the complete status) and how many had a new generation in between.
+// lacked in its last event before complete ("no event": no TApp event came between the last pod
+// Ready and the complete status, which was written once, late) and how many had a new generation in between.
 func (w *loadWatch) reportTail() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
