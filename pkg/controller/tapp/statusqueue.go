@@ -30,7 +30,10 @@ const StatusQueueName = ControllerName + "-status"
 // (workload_agent_status_sync_total), so that a status that lags can be told apart by cause.
 func (c *Controller) syncStatus(ctx context.Context, name cache.ObjectName) error {
 	outcome, handover, err := c.statusSync(ctx, name)
-	if handover != handoverNone {
+	// A new generation needs no handover: the event that brought it queued the TApp on the
+	// main queue (a new TApp) or the spec queue already, and adding it again would only sync it
+	// twice (once more at the end of the main queue, were its sync running).
+	if handover != handoverNone && handover != handoverGeneration {
 		c.Queue.Add(name)
 	}
 	if err != nil {
@@ -46,7 +49,8 @@ const (
 	handoverPods     = "pods"     // pods to create, delete or update in place
 	handoverGates    = "gates"    // readiness gates to open, stuck pods to force-delete
 	handoverRevision = "revision" // a revision to record
-	// a new generation the status does not say it acted on (the spec queue's, usually)
+	// a new generation the status does not say it acted on, left to the main or spec queue that
+	// holds it already (not added again)
 	handoverGeneration = "generation"
 	handoverOther      = "other" // a deleted TApp, templates to prune, a selector to report
 )
