@@ -26,6 +26,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"controller"})
 
+	statusSyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "workload_agent_status_sync_total",
+		Help: "Syncs of a status queue, per controller, outcome (wrote, unchanged, skipped: a later observation's status was written first, failed) and what was handed to the main queue (none, pods, gates, revision, generation, other).",
+	}, []string{"controller", "outcome", "handover"})
+
 	rolloutDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "workload_agent_rollout_desired_replicas",
 		Help: "Replicas a workload asks for.",
@@ -46,7 +51,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		reconciles, reconcileDuration, rolloutDesired, rolloutUpdated, rolloutReady,
+		reconciles, reconcileDuration, statusSyncs, rolloutDesired, rolloutUpdated, rolloutReady,
 	)
 }
 
@@ -58,6 +63,12 @@ func ObserveReconcile(controller string, start time.Time, err error) {
 	}
 	reconciles.WithLabelValues(controller, result).Inc()
 	reconcileDuration.WithLabelValues(controller).Observe(time.Since(start).Seconds())
+}
+
+// ObserveStatusSync counts one sync of a status queue: its outcome and what it handed to the
+// main queue ("none" when nothing).
+func ObserveStatusSync(controller, outcome, handover string) {
+	statusSyncs.WithLabelValues(controller, outcome, handover).Inc()
 }
 
 // SetRolloutProgress publishes how far a workload's rollout has come.

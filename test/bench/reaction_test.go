@@ -403,12 +403,19 @@ type loadWatch struct {
 	readyPods  map[string]map[string]bool // TApp → Ready pods
 	allReadyAt map[string]time.Time
 	completeAt map[string]time.Time
+	// What the status lacked in the last TApp event between its last pod Ready and its status
+	// complete (statuslag_test.go), the generations seen, and the TApps whose generation changed
+	// after their last pod turned Ready.
+	lacking    map[string]string
+	generation map[string]int64
+	newGen     map[string]bool
 }
 
 func (e *env) watchLoad(b *testing.B) *loadWatch {
 	b.Helper()
 	w := &loadWatch{stopCh: make(chan struct{}), readyPods: map[string]map[string]bool{},
-		allReadyAt: map[string]time.Time{}, completeAt: map[string]time.Time{}}
+		allReadyAt: map[string]time.Time{}, completeAt: map[string]time.Time{},
+		lacking: map[string]string{}, generation: map[string]int64{}, newGen: map[string]bool{}}
 	e.watchNamespace(b, reactionLoadNS, w.stopCh, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.pod(obj) },
 		UpdateFunc: func(_, obj any) { w.pod(obj) },
@@ -454,12 +461,13 @@ func (w *loadWatch) tapp(obj any) {
 		return
 	}
 	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.noteLacking(t)
 	s, n := t.Status, int32(smallReplicas)
 	if s.ObservedGeneration != t.Generation || s.Replicas != n || s.UpdatedReplicas != n || s.ReadyReplicas != n || s.AvailableReplicas != n {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if _, seen := w.completeAt[t.Name]; !seen {
 		w.completeAt[t.Name] = now
 	}
@@ -577,6 +585,8 @@ func (l *load) report(b *testing.B) {
 		len(lags), Millis(lags.Percentile(50)), Millis(p99), Millis(lags.Max()), Millis(targetStatusLagP99), Verdict(len(lags) == complete && p99 <= targetStatusLagP99))
 	say("agent CPU: %.1f s for %d pod events = %.2f s per 1000 pod events; agent peak RSS %s", cpu.Seconds(), events, perK, MiB(peak))
 	say("agent writes (audit log, probes included): %.0f: %s", writes.Total(), writes.Format(0))
+	l.watch.reportTail()
+	reportAgentQueues(b, l.agent)
 	b.ReportMetric(float64(p99.Milliseconds()), "ms-status-lag-p99")
 	b.ReportMetric(perK, "cpu-s/1000-pod-events")
 }

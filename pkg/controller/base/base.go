@@ -35,6 +35,10 @@ type Base struct {
 	Kind schema.GroupVersionKind
 	// Queue holds the keys to sync.
 	Queue workqueue.TypedRateLimitingInterface[Key]
+	// Spec, nil unless UseSpecQueue, holds the keys of objects whose spec changed; Running keeps
+	// its syncs and the main queue's apart (specqueue.go).
+	Spec    workqueue.TypedRateLimitingInterface[Key]
+	Running *Exclusive
 	// Recorder reports Events as EventComponent(Name).
 	Recorder record.EventRecorder
 	// Lagging reports errors that only mean the cache lagged the controller's own writes
@@ -80,11 +84,12 @@ func (b *Base) WaitFor(synced ...cache.InformerSynced) {
 	b.synced = append(b.synced, synced...)
 }
 
-// ObjectHandler enqueues the reconciled object itself on every event.
+// ObjectHandler enqueues the reconciled object itself on every event (an update with a new
+// generation on the spec queue, when the controller has one).
 func (b *Base) ObjectHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    b.Enqueue,
-		UpdateFunc: func(_, cur any) { b.Enqueue(cur) },
+		UpdateFunc: b.EnqueueUpdate,
 		DeleteFunc: b.Enqueue,
 	}
 }
@@ -114,6 +119,13 @@ func (b *Base) Run(ctx context.Context, workers int, sync func(context.Context, 
 	defer logger.Info("Stopped controller")
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, b.synced...) {
 		b.Queue.ShutDown()
+		if b.Spec != nil {
+			b.Spec.ShutDown()
+		}
+		return
+	}
+	if b.Spec != nil {
+		b.runQueues(ctx, workers, sync)
 		return
 	}
 	worker.Queue[Key]{Name: b.Name, Queue: b.Queue, Sync: sync, Lagging: b.Lagging}.Run(ctx, workers)

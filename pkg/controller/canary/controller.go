@@ -54,6 +54,9 @@ type Controller struct {
 
 	kubeClient kubeclient.Interface
 	client     versioned.Interface
+	// statusClient writes the Canaries' statuses, through a client budget of their own
+	// (docs/architecture.md, "Two client budgets and the TApp's status queue").
+	statusClient versioned.Interface
 
 	canaryLister     listers.CanaryLister
 	canaryIndexer    cache.Indexer
@@ -90,7 +93,10 @@ type Controller struct {
 type Config struct {
 	KubeClient kubeclient.Interface
 	Client     versioned.Interface
-	Canaries   informers.CanaryInformer
+	// StatusClient writes the Canaries' statuses (the agent: ctrl.Context.Statuses, a client
+	// budget of their own); nil: Client.
+	StatusClient versioned.Interface
+	Canaries     informers.CanaryInformer
 	// Deployments holds the canary Deployments (those with the managed-by label) and, unless
 	// WatchByName, every Deployment a Canary names.
 	Deployments kubeinformers.DeploymentInformer
@@ -141,6 +147,7 @@ func NewController(cfg Config) (*Controller, error) {
 		Base:             base.New(ControllerName, Kind, cfg.Recorder),
 		kubeClient:       cfg.KubeClient,
 		client:           cfg.Client,
+		statusClient:     cfg.StatusClient,
 		canaryLister:     cfg.Canaries.Lister(),
 		canaryIndexer:    cfg.Canaries.Informer().GetIndexer(),
 		deployments:      listerDeployments{cfg.Deployments.Lister()},
@@ -157,7 +164,13 @@ func NewController(cfg Config) (*Controller, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
+	if c.statusClient == nil {
+		c.statusClient = c.client
+	}
 	c.Lagging = cacheLagging
+	// A promote or an edit of the Canary (a new generation) is answered ahead of the syncs the
+	// pods of other releases queue (docs/architecture.md, "The spec queue").
+	c.UseSpecQueue()
 	if err := c.watchCanaries(cfg.Canaries, cfg.Deployments); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 	cfg := Config{
 		KubeClient:        c.KubeClient,
 		Client:            c.Client,
+		StatusClient:      c.Statuses(),
 		Canaries:          c.Informers.Apps().V1alpha1().Canaries(),
 		Deployments:       c.ManagedInformers.Deployments(),
 		WatchByName:       true,

@@ -129,7 +129,7 @@ func (c *Controller) updateStatus(ctx context.Context, cn *v1alpha1.Canary, base
 	}
 	cp := cn.DeepCopy()
 	cp.Status = status
-	out, err := c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	out, err := c.statusClient.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
 		c.statuses.Forget(key)
 		return fmt.Errorf("updating status of Canary %s: %w", key, err)
@@ -201,5 +201,5 @@ func (c *Controller) reportStatusRefused(ctx context.Context, cn *v1alpha1.Canar
 		Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonFailedUpdate,
 		Message: msg, ObservedGeneration: cn.Generation, LastTransitionTime: now,
 	})
-	_, _ = c.client.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	_, _ = c.statusClient.AppsV1alpha1().Canaries(cn.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 }

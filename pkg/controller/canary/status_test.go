@@ -1,10 +1,41 @@
 package canary
 
 import (
+	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
 )
+
+// The Canary's status writes go through the status client (the agent's status budget), its
+// other writes through the main clients.
+func TestStatusWritesGoThroughTheStatusClient(t *testing.T) {
+	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
+	status := fake.NewSimpleClientset()
+	var statusLog []string
+	status.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		statusLog = append(statusLog, describe(a))
+		// The same store as the main client's, so that the fixture's reads see the write.
+		obj, err := f.client.Invokes(a, nil)
+		return true, obj, err
+	})
+	f.ctrl.statusClient = status
+	f.sync() // the release starts: finalizer, snapshot, canary Deployment, status
+	if !slices.Equal(statusLog, []string{writeStatus}) {
+		t.Fatalf("status client: got %q, want %q", statusLog, writeStatus)
+	}
+	statusLog = nil
+	f.available("checkout-canary", 1)
+	f.step(patchStable+replicas(9), writeStatus)
+	if !slices.Equal(statusLog, []string{writeStatus}) {
+		t.Errorf("status client after batch 1 paused: got %q, want %q", statusLog, writeStatus)
+	}
+	f.status(v1alpha1.CanaryPaused, 1, Ps, P, P, P)
+}
 
 // With a progress interval (the agent's), a status that changes only in its counts is written at
 // most once per interval, and the Canary is requeued for the end of it; a change of batch state
@@ -64,5 +95,27 @@ func TestProgressOnly(t *testing.T) {
 		if got := progressOnly(&base, &c.status); got != c.want {
 			t.Errorf("%s: progressOnly %t, want %t", name, got, c.want)
 		}
+	}
+}
+
+// A promote (a new generation) queues the Canary on the spec queue; a status write of its own,
+// and its Deployments' events, on the main queue.
+func TestPromoteGoesToTheSpecQueue(t *testing.T) {
+	f := newFixture(t, newCanary(v1alpha1.PauseFirst), newStable(10))
+	old := f.canary()
+	h := f.ctrl.ObjectHandler()
+	promoted := old.DeepCopy()
+	promoted.Spec.ApprovedBatch = 1
+	promoted.Generation++
+	h.OnUpdate(old, promoted)
+	if f.ctrl.Spec.Len() != 1 || f.ctrl.Queue.Len() != 0 {
+		t.Errorf("promote: spec queue %d, main queue %d; want 1 and 0", f.ctrl.Spec.Len(), f.ctrl.Queue.Len())
+	}
+	written := old.DeepCopy()
+	written.Status.Phase = v1alpha1.CanaryPaused
+	h.OnUpdate(old, written)
+	f.ctrl.handleDeployment(newStable(10))
+	if f.ctrl.Spec.Len() != 1 || f.ctrl.Queue.Len() != 1 {
+		t.Errorf("status write, Deployment event: spec queue %d, main queue %d; want 1 and 1", f.ctrl.Spec.Len(), f.ctrl.Queue.Len())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1listers "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -35,11 +36,13 @@ type Controller struct {
 	// statusClient writes statuses, through a client budget of their own (ctrl.Context.Statuses).
 	statusClient versioned.Interface
 
-	// Base holds the main queue, fed by TApp events; status the status queue, fed by pod events
-	// (statusqueue.go); running keeps the two from syncing one TApp at once.
+	// Base holds the main queue, fed by TApp events, and the spec queue, fed by TApp updates
+	// with a new generation (Base.Running keeps the two from syncing one TApp at once); status
+	// the status queue, fed by pod events and the TApps' status-only updates (statusqueue.go),
+	// whose syncs write only statuses, kept in order by order (statusorder.go).
 	*base.Base
-	status  *base.Base
-	running *exclusive
+	status *base.Base
+	order  *statusOrder
 
 	tappLister     appslisters.TAppLister
 	podLister      corelisters.PodLister
@@ -73,7 +76,6 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	ctl := &Controller{
 		Base:           base.New(ControllerName, Kind, c.EventRecorder(EventComponent)),
 		status:         base.New(StatusQueueName, Kind, c.EventRecorder(EventComponent)),
-		running:        newExclusive(),
 		kubeClient:     c.KubeClient,
 		client:         c.Client,
 		statusClient:   c.Statuses(),
@@ -85,8 +87,10 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 		expectations:   expectations.NewUIDTrackingControllerExpectations(expectations.WithClock(c.Clock)),
 		writes:         newPendingWrites(c.Clock),
 		statuses:       expectations.NewStatusWrites[*appsv1alpha1.TAppStatus](),
+		order:          newStatusOrder(),
 		clock:          c.Clock,
 	}
+	ctl.UseSpecQueue()
 	// Pod events go to the status queue, which hands the key to the main queue when the sync
 	// has more to write than the status.
 	owners := base.NewOwners(ctl.status, func(namespace, name string) (*appsv1alpha1.TApp, error) {
@@ -102,7 +106,7 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 		// number of events follow.
 		DeletingIsDeleted: true,
 	})
-	if err := ctl.Watch(tappInformer.Informer(), ctl.ObjectHandler()); err != nil {
+	if err := ctl.Watch(tappInformer.Informer(), ctl.tappEvents()); err != nil {
 		return nil, err
 	}
 	if err := ctl.Watch(podInformer.Informer(), ctl.podEvents); err != nil {
@@ -123,6 +127,35 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	wg.Go(func() { c.status.Run(ctx, workers, c.syncStatus) })
 	c.Base.Run(ctx, workers, c.syncHandler)
 	wg.Wait()
+}
+
+// tappEvents enqueues a TApp on its events: an update with a new generation on the spec queue;
+// one that changed only its status (its own status write, mostly) on the status queue, whose
+// sync hands it to the main queue if there is more to write than the status; the rest on the
+// main queue.
+func (c *Controller) tappEvents() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: c.Enqueue,
+		UpdateFunc: func(old, cur any) {
+			if statusOnly(old, cur) {
+				c.status.Enqueue(cur)
+				return
+			}
+			c.EnqueueUpdate(old, cur)
+		},
+		DeleteFunc: c.Enqueue,
+	}
+}
+
+// statusOnly reports whether an update of a TApp changed nothing the main sync acts on that the
+// status queue's sync does not check: the same generation, labels, annotations, finalizers,
+// owners and no deletion.
+func statusOnly(old, cur any) bool {
+	o, ok1 := old.(*appsv1alpha1.TApp)
+	n, ok2 := cur.(*appsv1alpha1.TApp)
+	return ok1 && ok2 && o.Generation == n.Generation && n.DeletionTimestamp == nil &&
+		equality.Semantic.DeepEqual(o.Labels, n.Labels) && equality.Semantic.DeepEqual(o.Annotations, n.Annotations) &&
+		equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) && equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
 }
 
 // podDeleted records a pod of t as gone, and forgets the writes to it still awaited.

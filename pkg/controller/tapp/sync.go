@@ -29,19 +29,22 @@ import (
 // errExists says a pod to create exists already and belongs to the TApp.
 var errExists = errors.New("pod exists already")
 
-// sync reconciles one TApp, reading only from the listers. It returns an error to have the key
-// retried with backoff.
-func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
+// syncHandler reconciles one TApp, reading only from the listers. It returns an error to have the
+// key retried with backoff. Run keeps it exclusive of the spec or main queue's sync of the same
+// TApp; its status write is ordered with the status queue's (statusorder.go).
+func (c *Controller) syncHandler(ctx context.Context, name cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("tapp", name.String())
 	ctx = klog.NewContext(ctx, logger)
 	key := name.String()
 	namespace, tappName := name.Parts()
+	seq := c.order.observe()
 
 	t, err := c.tappLister.TApps(namespace).Get(tappName)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("TApp deleted")
 		c.expectations.DeleteExpectations(key)
 		c.statuses.Forget(key)
+		c.order.forget(key)
 		metrics.ForgetWorkload(Kind, namespace, tappName)
 		return nil
 	}
@@ -100,7 +103,7 @@ func (c *Controller) sync(ctx context.Context, name cache.ObjectName) error {
 	status, held := computeStatus(t, templates, pods, now, fail)
 	setRevisionStatus(&status, t, rev, held)
 	metrics.SetRolloutProgress(Kind, namespace, tappName, int32(wantedInstances(t)), status.UpdatedReplicas, status.ReadyReplicas)
-	if err := c.updateStatus(ctx, t, status); err != nil {
+	if err := c.writeStatusInOrder(ctx, t, status, seq, fail != nil); err != nil {
 		return errors.Join(manageErr, err)
 	}
 	if p != nil && p.requeueAfter > 0 {
@@ -654,18 +657,34 @@ func (c *Controller) pruneTemplates(ctx context.Context, t *appsv1alpha1.TApp, p
 	return true, nil
 }
 
+// writeStatusInOrder writes the status a main or spec sync computed from observation seq, unless
+// the status queue wrote one of a later observation while this sync wrote pods; with a failure
+// to report (failed) it writes all the same, and has the status queue write the latest status
+// again after it.
+func (c *Controller) writeStatusInOrder(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus, seq uint64, failed bool) error {
+	_, stale, err := c.order.write(expectations.ObjectKey(t), seq, failed, func() error {
+		_, err := c.updateStatus(ctx, t, status)
+		return err
+	})
+	if stale && failed {
+		c.status.Queue.Add(cache.MetaObjectToName(t))
+	}
+	return err
+}
+
 // updateStatus writes status through the status subresource, only if it differs from the
 // TApp's current status. While the cache has not caught up with the controller's own last status
 // write, that write (and the version it produced) counts as the current status: otherwise every
-// sync in that window would write again from a stale version and fail with a conflict.
-func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus) error {
+// sync in that window would write again from a stale version and fail with a conflict. It reports
+// whether it wrote.
+func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, status appsv1alpha1.TAppStatus) (bool, error) {
 	if len(status.Statuses) == 0 {
 		status.Statuses = nil
 	}
 	key := expectations.ObjectKey(t)
 	current, version := c.statuses.Current(key, t.ResourceVersion, &t.Status)
 	if equality.Semantic.DeepEqual(*current, status) {
-		return nil
+		return false, nil
 	}
 	cp := t.DeepCopy()
 	cp.ResourceVersion = version
@@ -673,8 +692,8 @@ func (c *Controller) updateStatus(ctx context.Context, t *appsv1alpha1.TApp, sta
 	out, err := c.statusClient.AppsV1alpha1().TApps(t.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
 		c.statuses.Forget(key)
-		return err
+		return false, err
 	}
 	c.statuses.Wrote(key, t.ResourceVersion, out.ResourceVersion, out.Status.DeepCopy())
-	return nil
+	return true, nil
 }
