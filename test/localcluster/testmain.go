@@ -49,12 +49,16 @@ func RunAuditedTestMain(m *testing.M, opts Options, auditLog *string, policy str
 }
 
 // RunFleetTestMain is RunTestMain for a hub and its members (StartFleet): tests get them with
-// SharedFleet.
+// SharedFleet, and Shared returns the hub, so that what works on one cluster (test/e2e/e2eenv's
+// Setup and StartAgent) works on the hub.
 func RunFleetTestMain(m *testing.M, opts FleetOptions) {
 	os.Exit(runMain(m, func(ctx context.Context) (stopper, error) {
 		f, err := StartFleet(ctx, opts)
-		sharedFleet = f
-		return f, err
+		if err != nil {
+			return nil, err
+		}
+		sharedFleet, shared = f, f.Hub
+		return f, nil
 	}))
 }
 
