@@ -140,9 +140,11 @@ func TestMemberAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stop := time.Now()
 	if err := m.StopComponents(localcluster.APIServer); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s's API server stopped in %s", name, time.Since(stop).Round(100*time.Millisecond))
 	if _, err := cs.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{}); err == nil {
 		t.Fatalf("%s answered with its API server stopped", name)
 	}
