@@ -56,12 +56,13 @@ func (k Key) String() string {
 }
 
 const (
-	workloads   = "apps.workload.dev"
-	apps        = "apps"
-	batch       = "batch"
-	gateway     = "gateway.networking.k8s.io"
-	autoscaling = "autoscaling"
-	core        = ""
+	workloads    = "apps.workload.dev"
+	apps         = "apps"
+	batch        = "batch"
+	gateway      = "gateway.networking.k8s.io"
+	autoscaling  = "autoscaling"
+	multicluster = "multicluster.x-k8s.io"
+	core         = ""
 )
 
 // Informers: every informer lists and watches all namespaces (or the one of --namespace). Since
@@ -185,6 +186,13 @@ var Permissions = []Permission{
 	// release sets (autoscale.go: autoscalerOf, watchAutoscalers).
 	{autoscaling, "horizontalpodautoscalers", "list", "", informerList + " (canary: autoscalerOf)"},
 	{autoscaling, "horizontalpodautoscalers", "watch", "", informerWatch},
+
+	// ClusterProfiles (SIG-Multicluster, published by the cluster manager): read only, to reach
+	// the member clusters UnitedDeployment subsets name (pkg/fleet; the informer starts only
+	// when the hub serves them). Nothing is written on the hub for members, and the agent's
+	// identity in each member is config/rbac/member-role.yaml's.
+	{multicluster, "clusterprofiles", "list", "", informerList + " (fleet: Registry.Member reads a subset's ClusterProfile)"},
+	{multicluster, "clusterprofiles", "watch", "", informerWatch},
 
 	// ControllerRevisions: the template history of UnitedDeployments and TApps (the TApp
 	// controller's informer filtered by the managed-by label).

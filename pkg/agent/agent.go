@@ -27,10 +27,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	cpclientset "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
+	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -70,6 +72,8 @@ type Clients struct {
 	Status versioned.Interface
 	// Gateway is for gateway.networking.k8s.io (a Canary's HTTPRoute); nil: no traffic routing.
 	Gateway gatewayclient.GatewayV1Interface
+	// ClusterProfiles is for the hub's ClusterProfiles (read only); nil: no member clusters.
+	ClusterProfiles cpclientset.Interface
 	// LeaderElection is for the Lease; nil means Kube. It has its own rate limiter and a short
 	// timeout so that renewals neither queue behind controller traffic nor hang. It is not
 	// fenced: it is what keeps the fence open.
@@ -159,7 +163,11 @@ func NewClients(opts *Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway API client: %w", err)
 	}
-	return &Clients{Kube: kube, Client: client, Status: status, Gateway: gateway, LeaderElection: le, Fence: writes}, nil
+	profiles, err := cpclientset.NewForConfig(shared)
+	if err != nil {
+		return nil, fmt.Errorf("ClusterProfile client: %w", err)
+	}
+	return &Clients{Kube: kube, Client: client, Status: status, Gateway: gateway, ClusterProfiles: profiles, LeaderElection: le, Fence: writes}, nil
 }
 
 // UserAgent is the agent's User-Agent: the program and version, the platform and, when known,
@@ -511,7 +519,14 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 	if a.clients.Gateway != nil && servesHTTPRoutes(a.clients.Kube) {
 		factories.EnableGateway(a.clients.Kube, a.opts.Namespace, a.opts.ResyncPeriod)
 	}
-	controllers, err := a.initControllers(ctx, factories, recorder)
+	if a.clients.ClusterProfiles != nil && servesClusterProfiles(a.clients.Kube) {
+		factories.EnableClusterProfiles(a.clients.ClusterProfiles, a.opts.ResyncPeriod)
+	}
+	members, err := a.newFleet(factories)
+	if err != nil {
+		return err
+	}
+	controllers, err := a.initControllers(ctx, factories, members, recorder)
 	if err != nil {
 		return err
 	}
@@ -530,6 +545,7 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 	if len(unsynced) > 0 {
 		return fmt.Errorf("informer caches did not sync: %v", unsynced)
 	}
+	members.Start(ctx)
 	metrics.SetCachesSynced(true)
 	defer metrics.SetCachesSynced(false)
 	a.status.set(PhaseRunning)
@@ -566,7 +582,7 @@ type namedController struct {
 
 // initControllers builds the enabled controllers on the factories (their InitFuncs ask for the
 // informers they need).
-func (a *Agent) initControllers(ctx context.Context, factories *Factories, recorder func(string) record.EventRecorder) ([]namedController, error) {
+func (a *Agent) initControllers(ctx context.Context, factories *Factories, members *fleet.Registry, recorder func(string) record.EventRecorder) ([]namedController, error) {
 	logger := klog.FromContext(ctx)
 	cctx := &ctrl.Context{
 		KubeClient:          a.clients.Kube,
@@ -583,6 +599,7 @@ func (a *Agent) initControllers(ctx context.Context, factories *Factories, recor
 		Namespace:           a.opts.Namespace,
 		AgentNamespace:      a.opts.LeaderElectNamespace,
 		Fence:               a.clients.Fence,
+		Fleet:               members,
 		Workers:             a.opts.Workers,
 		ResyncPeriod:        a.opts.ResyncPeriod,
 	}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
+
 	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
@@ -114,6 +116,9 @@ type Factories struct {
 	// namespace; a factory builds and starts only the informers requested from it, so the kinds nobody
 	// asks for cost nothing.
 	Referenced *kubeinformers.Factory
+	// Profiles is for the hub's ClusterProfiles (multicluster.x-k8s.io), in every namespace;
+	// nil unless EnableClusterProfiles was called (the hub serves them).
+	Profiles cpinformers.SharedInformerFactory
 }
 
 // EnableGateway adds the Gateway API factory, with the StripManagedFields transform.
@@ -173,6 +178,9 @@ func (f *Factories) Start(stop <-chan struct{}) {
 	if f.Gateway != nil {
 		f.Gateway.Start(stop)
 	}
+	if f.Profiles != nil {
+		f.Profiles.Start(stop)
+	}
 }
 
 // WaitForCacheSync waits until every started informer has synced or stop is closed, and returns
@@ -201,6 +209,13 @@ func (f *Factories) WaitForCacheSync(stop <-chan struct{}) []string {
 			}
 		}
 	}
+	if f.Profiles != nil {
+		for typ, ok := range f.Profiles.WaitForCacheSync(stop) {
+			if !ok {
+				unsynced = append(unsynced, typ.String())
+			}
+		}
+	}
 	return unsynced
 }
 
@@ -212,5 +227,8 @@ func (f *Factories) Shutdown() {
 	f.Referenced.Shutdown()
 	if f.Gateway != nil {
 		f.Gateway.Shutdown()
+	}
+	if f.Profiles != nil {
+		f.Profiles.Shutdown()
 	}
 }

@@ -85,6 +85,11 @@ type Options struct {
 	// before the next collection; $GOGC, when set, wins (memlimit.go).
 	GCPercent int
 
+	// ClusterProfileProviderFile is the cluster-inventory-api access provider file (JSON,
+	// KEP-5339): how to get credentials for the member clusters ClusterProfiles describe. Empty:
+	// subsets naming a cluster are refused (docs/architecture.md, "Fleet: member clusters").
+	ClusterProfileProviderFile string
+
 	// EnabledControllers is the --controllers list: names of registered controllers, "*" for all
 	// of them, "-name" to disable one (useful after "*").
 	EnabledControllers []string
@@ -159,32 +164,35 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How far, in percent of the live heap, the Go heap may grow before the next garbage collection (the runtime's GOGC; Go's own default is 100). Lower keeps the agent's memory nearer what its caches hold, for more CPU spent collecting. $GOGC, when set, wins.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr,
 		"Address ([host]:port) to serve /healthz and /readyz on. \"0\" disables it.")
+	fs.StringVar(&o.ClusterProfileProviderFile, "clusterprofile-provider-file", o.ClusterProfileProviderFile,
+		"Path to the ClusterProfile access provider file (JSON, as sigs.k8s.io/cluster-inventory-api reads it): the exec credential plugins that reach member clusters. Empty: UnitedDeployment subsets naming a clusterProfileRef are refused.")
 	fs.StringSliceVar(&o.EnabledControllers, "controllers", o.EnabledControllers,
 		fmt.Sprintf("Controllers to run, comma separated: \"*\" for all, a name to enable one, \"-name\" to disable one. Registered: %s.", registeredList(o.registry())))
 }
 
 // FlagHelp describes the values each flag allows, for error messages about unparsable values.
 var FlagHelp = map[string]string{
-	"kubeconfig":                  "a path to a readable kubeconfig file, or empty",
-	"namespace":                   "a namespace name (a DNS-1123 label), or empty for all namespaces",
-	"qps":                         "a number greater than 0, e.g. 200",
-	"burst":                       "an integer of at least 1 and at least --qps, e.g. 400",
-	"status-qps":                  "0 (the same as --qps) or a number greater than 0, e.g. 200",
-	"status-burst":                "0 (the same as --burst) or an integer of at least --status-qps, e.g. 400",
-	"workers":                     fmt.Sprintf("an integer from 1 to %d", maxWorkers),
-	"resync-period":               "a duration of 0 (disabled) or at least 1s, e.g. 10m",
-	"leader-elect":                "true or false",
-	"leader-elect-namespace":      "a namespace name (a DNS-1123 label)",
-	"leader-elect-id":             "a Lease name (a DNS-1123 subdomain)",
-	"leader-elect-lease-duration": "a duration greater than --leader-elect-renew-deadline, e.g. 15s",
-	"leader-elect-renew-deadline": "a duration greater than 1.2 x --leader-elect-retry-period and less than --leader-elect-lease-duration, e.g. 10s",
-	"leader-elect-retry-period":   "a positive duration, e.g. 2s",
-	"metrics-addr":                "[host]:port with a port from 0 to 65535, or \"0\" to disable",
-	"health-addr":                 "[host]:port with a port from 0 to 65535, or \"0\" to disable",
-	"memory-limit":                "auto, 0, or a quantity of bytes of at least 1Mi, e.g. 200Mi",
-	"gc-percent":                  fmt.Sprintf("an integer from %d to %d, e.g. 100", minGCPercent, maxGCPercent),
-	"controllers":                 "a comma separated list of \"*\", registered controller names and \"-name\"",
-	"v":                           "an integer log verbosity from 0 (default) to 10",
+	"kubeconfig":                   "a path to a readable kubeconfig file, or empty",
+	"namespace":                    "a namespace name (a DNS-1123 label), or empty for all namespaces",
+	"qps":                          "a number greater than 0, e.g. 200",
+	"burst":                        "an integer of at least 1 and at least --qps, e.g. 400",
+	"status-qps":                   "0 (the same as --qps) or a number greater than 0, e.g. 200",
+	"status-burst":                 "0 (the same as --burst) or an integer of at least --status-qps, e.g. 400",
+	"workers":                      fmt.Sprintf("an integer from 1 to %d", maxWorkers),
+	"resync-period":                "a duration of 0 (disabled) or at least 1s, e.g. 10m",
+	"leader-elect":                 "true or false",
+	"leader-elect-namespace":       "a namespace name (a DNS-1123 label)",
+	"leader-elect-id":              "a Lease name (a DNS-1123 subdomain)",
+	"leader-elect-lease-duration":  "a duration greater than --leader-elect-renew-deadline, e.g. 15s",
+	"leader-elect-renew-deadline":  "a duration greater than 1.2 x --leader-elect-retry-period and less than --leader-elect-lease-duration, e.g. 10s",
+	"leader-elect-retry-period":    "a positive duration, e.g. 2s",
+	"metrics-addr":                 "[host]:port with a port from 0 to 65535, or \"0\" to disable",
+	"health-addr":                  "[host]:port with a port from 0 to 65535, or \"0\" to disable",
+	"memory-limit":                 "auto, 0, or a quantity of bytes of at least 1Mi, e.g. 200Mi",
+	"gc-percent":                   fmt.Sprintf("an integer from %d to %d, e.g. 100", minGCPercent, maxGCPercent),
+	"clusterprofile-provider-file": "a path to a readable JSON access provider file with at least one provider, or empty",
+	"controllers":                  "a comma separated list of \"*\", registered controller names and \"-name\"",
+	"v":                            "an integer log verbosity from 0 (default) to 10",
 }
 
 // Validate checks the options. Its error is one line naming the flag, what is wrong with the
@@ -241,6 +249,9 @@ func (o *Options) Validate() error {
 	}
 	if o.GCPercent < minGCPercent || o.GCPercent > maxGCPercent {
 		return bad("gc-percent", o.GCPercent, fmt.Sprintf("must be from %d to %d", minGCPercent, maxGCPercent))
+	}
+	if err := validateProviderFile(o.ClusterProfileProviderFile); err != nil {
+		return bad("clusterprofile-provider-file", o.ClusterProfileProviderFile, err.Error())
 	}
 	if _, err := o.Enabled(); err != nil {
 		return bad("controllers", strings.Join(o.EnabledControllers, ","), err.Error())

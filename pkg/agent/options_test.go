@@ -81,6 +81,27 @@ func TestGoodFlags(t *testing.T) {
 	}
 }
 
+// writeFile writes content to a file of a test's temporary directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestProviderFileFlag: a provider file the access library reads is accepted and kept.
+func TestProviderFileFlag(t *testing.T) {
+	path := writeFile(t, "providers.json", `{"providers": [{"name": "test", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/token"}}]}`)
+	o, _, err := runCommand(t, "--clusterprofile-provider-file", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ClusterProfileProviderFile != path {
+		t.Fatalf("ClusterProfileProviderFile = %q, want %q", o.ClusterProfileProviderFile, path)
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -122,6 +143,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--gc-percent=0"}, "--gc-percent"},
 		{[]string{"--gc-percent=-1"}, "--gc-percent"},
 		{[]string{"--gc-percent=off"}, "--gc-percent"},
+		{[]string{"--clusterprofile-provider-file=/does/not/exist"}, "--clusterprofile-provider-file"},
+		{[]string{"--clusterprofile-provider-file=" + writeFile(t, "providers.json", `{"providers": [`)}, "--clusterprofile-provider-file"},
+		{[]string{"--clusterprofile-provider-file=" + writeFile(t, "providers.json", `{"providers": []}`)}, "--clusterprofile-provider-file"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -238,7 +262,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	for _, flag := range []string{"--kubeconfig", "--namespace", "--qps", "--burst", "--workers", "--leader-elect ",
 		"--leader-elect-namespace", "--leader-elect-id", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
-		"--leader-elect-retry-period", "--metrics-addr", "--health-addr", "--memory-limit", "--gc-percent", "--controllers", "--v ", "--vmodule", "--version"} {
+		"--leader-elect-retry-period", "--metrics-addr", "--health-addr", "--memory-limit", "--gc-percent", "--clusterprofile-provider-file", "--controllers", "--v ", "--vmodule", "--version"} {
 		if !strings.Contains(out, flag) {
 			t.Errorf("--help does not list %s", flag)
 		}

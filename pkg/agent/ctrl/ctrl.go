@@ -30,6 +30,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
+	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
@@ -88,6 +89,9 @@ type Context struct {
 	// Fence is the agent's write fence. The API clients obey it already; a controller that
 	// writes elsewhere (notifications over HTTP) sends through Fence.Transport.
 	Fence *fence.Fence
+	// Fleet reaches the member clusters UnitedDeployment subsets name (clusterProfileRef); its
+	// members' clients are behind Fence too. Nil in tests that have no members.
+	Fleet *fleet.Registry
 	// Workers is the number of workers each controller should run (--workers). It is also passed
 	// to Controller.Run.
 	Workers int

@@ -1,0 +1,134 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
+	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
+)
+
+// Member is one member cluster: its clients and the caches of the subset workloads the agent put
+// there.
+type Member struct {
+	// Profile is the ClusterProfile's namespace/name.
+	Profile string
+	Clients
+	// StatefulSets and Deployments cache the member's subset workloads of those kinds.
+	StatefulSets appslisters.StatefulSetLister
+	Deployments  appslisters.DeploymentLister
+
+	health      *health
+	fingerprint string
+	cancel      context.CancelFunc
+	synced      []cache.InformerSynced
+
+	// The TApp informer starts only once the member is seen to serve TApps (TApps).
+	mu       sync.Mutex
+	ctx      context.Context
+	opts     Options
+	notify   func(namespace, name string)
+	tapps    listers.TAppLister
+	tappSync cache.InformerSynced
+}
+
+func newMember(key string, c Clients, h *health, fp string, cancel context.CancelFunc) *Member {
+	return &Member{Profile: key, Clients: c, health: h, fingerprint: fp, cancel: cancel}
+}
+
+// watch starts the member's StatefulSet and Deployment informers, filtered by MemberSelector.
+func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace, name string)) error {
+	m.ctx, m.opts, m.notify = ctx, opts, notify
+	f := kubeinformers.New(m.Kube, opts.Resync, kubeinformers.WithNamespace(opts.Namespace),
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = MemberSelector }),
+		kubeinformers.WithTransform(opts.Transform))
+	sts, deps := f.StatefulSets(), f.Deployments()
+	m.StatefulSets, m.Deployments = sts.Lister(), deps.Lister()
+	for _, inf := range []cache.SharedIndexInformer{sts.Informer(), deps.Informer()} {
+		if _, err := inf.AddEventHandler(m.handler()); err != nil {
+			return err
+		}
+		m.synced = append(m.synced, inf.HasSynced)
+	}
+	f.Start(ctx.Done())
+	return nil
+}
+
+// handler passes every event of a subset workload on as its namespace and UnitedDeployment.
+func (m *Member) handler() cache.ResourceEventHandler {
+	each := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if o, ok := obj.(metav1.Object); ok {
+			if name := o.GetLabels()[appsv1alpha1.LabelUnitedDeploymentName]; name != "" {
+				m.notify(o.GetNamespace(), name)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: each, UpdateFunc: func(_, cur any) { each(cur) }, DeleteFunc: each}
+}
+
+// HasSynced reports whether the member's caches have listed once.
+func (m *Member) HasSynced() bool {
+	m.mu.Lock()
+	tapps := m.tappSync
+	m.mu.Unlock()
+	for _, s := range m.synced {
+		if !s() {
+			return false
+		}
+	}
+	return tapps == nil || tapps()
+}
+
+// TApps returns the member's TApp lister, after checking once (discovery) that the member serves
+// tapps.apps.workload.dev: a TApp subset needs the workload CRDs, and an agent running the TApp
+// controller, in its member. The error names the cluster.
+func (m *Member) TApps() (listers.TAppLister, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tapps != nil {
+		return m.tapps, nil
+	}
+	gv := appsv1alpha1.SchemeGroupVersion.String()
+	list, err := m.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	served := false
+	if err == nil {
+		for _, r := range list.APIResources {
+			served = served || r.Name == "tapps"
+		}
+	}
+	if !served {
+		why := "it does not serve tapps." + appsv1alpha1.SchemeGroupVersion.Group
+		if err != nil {
+			why = "discovery of " + gv + " failed: " + Redact(err.Error())
+		}
+		return nil, fmt.Errorf("cluster %s cannot run a TApp subset: %s; install the workload CRDs and agent there, or use a StatefulSet or Deployment template", m.Profile, why)
+	}
+	f := externalversions.NewSharedInformerFactoryWithOptions(m.Workloads, m.opts.Resync,
+		externalversions.WithNamespace(m.opts.Namespace),
+		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = MemberSelector }),
+		externalversions.WithTransform(m.opts.Transform))
+	inf := f.Apps().V1alpha1().TApps()
+	if _, err := inf.Informer().AddEventHandler(m.handler()); err != nil {
+		return nil, err
+	}
+	m.tapps, m.tappSync = inf.Lister(), inf.Informer().HasSynced
+	f.Start(m.ctx.Done())
+	return m.tapps, nil
+}
+
+// Reachable reports whether the member answered the agent's last request, and why not.
+func (m *Member) Reachable() (bool, string) {
+	return m.health.get()
+}
+
+func (m *Member) stop() { m.cancel() }
