@@ -115,6 +115,9 @@ func (r *Registry) Start(ctx context.Context) {
 	r.ctx = ctx
 }
 
+// HasAccess reports whether the agent can reach members at all: it runs with a provider file.
+func (r *Registry) HasAccess() bool { return r != nil && r.opts.Access != nil }
+
 // Key is a ClusterProfile reference's namespace/name, as status.subsetStatuses[].cluster names it.
 func Key(ref appsv1alpha1.ClusterProfileReference) string {
 	return ref.Namespace + "/" + ref.Name

@@ -9,6 +9,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
+	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
 )
@@ -44,6 +46,9 @@ type Controller struct {
 	// kinds holds one entry per subset kind, in the order the template's fields are checked.
 	kinds   []workloadKind
 	history revision.History
+	// fleet reaches the member clusters subsets name; nil when the agent has none (tests).
+	fleet *fleet.Registry
+	clock clock.PassiveClock
 
 	// expectations holds, per UnitedDeployment key, the workload creations and deletions issued
 	// but not yet observed; statuses its last status write while the cache lags it.
@@ -79,6 +84,16 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 		history:        revision.History{Client: c.KubeClient},
 		expectations:   expectations.NewControllerExpectations(expectations.WithClock(c.Clock)),
 		statuses:       expectations.NewStatusWrites[*appsv1alpha1.UnitedDeploymentStatus](),
+		fleet:          c.Fleet,
+		clock:          c.Clock,
+	}
+	if ctl.clock == nil {
+		ctl.clock = clock.RealClock{}
+	}
+	if ctl.fleet != nil {
+		// A member's subset workload changed, or a ClusterProfile (its health, its access).
+		ctl.fleet.OnWorkload(func(namespace, name string) { ctl.Queue.Add(base.Key{Namespace: namespace, Name: name}) })
+		ctl.fleet.OnProfile(ctl.enqueueProfileUsers)
 	}
 	owners := base.NewOwners(ctl.Base, func(namespace, name string) (*appsv1alpha1.UnitedDeployment, error) {
 		return ctl.udLister.UnitedDeployments(namespace).Get(name)

@@ -22,7 +22,7 @@ type deployments struct {
 
 func newDeployments(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
 	inf := c.ManagedInformers.Deployments()
-	return subsetKind[*appsv1.Deployment]{deployments{c.KubeClient, inf.Lister()}}, inf.Informer()
+	return subsetKind[*appsv1.Deployment]{a: deployments{c.KubeClient, inf.Lister()}}, inf.Informer()
 }
 
 func (deployments) kind() string         { return "Deployment" }
@@ -66,4 +66,8 @@ func (k deployments) lister(namespace string) namespaceLister[*appsv1.Deployment
 
 func (k deployments) client(namespace string) typedClient[*appsv1.Deployment] {
 	return k.kube.AppsV1().Deployments(namespace)
+}
+
+func (deployments) status(obj *appsv1.Deployment) workloadStatus {
+	return workloadStatus{replicas: obj.Status.Replicas, ready: obj.Status.ReadyReplicas, updated: obj.Status.UpdatedReplicas}
 }

@@ -94,10 +94,10 @@ func (c *Controller) apply(ctx context.Context, key string, ud *appsv1alpha1.Uni
 		c.expectations.SetExpectations(key, len(p.creates), len(p.deletes))
 	}
 	for _, cr := range p.creates {
-		c.create(ctx, key, ud, p.kind, cr, r)
+		c.create(ctx, key, ud, cr.kind, cr, r)
 	}
 	for _, u := range p.updates {
-		c.update(ctx, ud, p.kind, u, r)
+		c.update(ctx, ud, u.kind, u, r)
 	}
 	r.failures = append(r.failures, p.failures...)
 	for _, d := range p.deletes {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/fake"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
 )
@@ -68,6 +69,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
+	return newFleetFixture(t, nil, objects...)
+}
+
+// newFleetFixture is newFixture with a member registry (members_test.go).
+func newFleetFixture(t *testing.T, members *fleet.Registry, objects ...runtime.Object) *fixture {
 	f := &fixture{t: t, recorder: record.NewFakeRecorder(1000), fail: map[string]error{}}
 	var ours, kube []runtime.Object
 	for _, o := range objects {
@@ -99,7 +105,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	revInf := kinf.ControllerRevisions()
 	podInf := kinf.Pods()
 	c, err := NewController(&ctrl.Context{KubeClient: f.kubeClient, Client: f.client, Informers: inf, ManagedInformers: kinf,
-		EventRecorder: func(string) record.EventRecorder { return f.recorder }, Clock: clock.RealClock{}})
+		EventRecorder: func(string) record.EventRecorder { return f.recorder }, Clock: clock.RealClock{}, Fleet: members})
 	if err != nil {
 		t.Fatal(err)
 	}

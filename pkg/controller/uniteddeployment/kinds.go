@@ -2,6 +2,7 @@ package uniteddeployment
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/fleet"
 )
 
 // subsetKinds builds every subset kind, with the informer its workloads are watched through, in
@@ -60,6 +62,9 @@ type accessors[T workload] interface {
 	newObject() T
 	// replicas returns spec.replicas.
 	replicas(obj T) *int32
+	// status returns the workload's own counts of its pods (replicas, ready, updated to its
+	// template): a member's pods are not in the agent's caches, so its subsets are counted so.
+	status(obj T) workloadStatus
 	// setTemplate replaces obj's spec by the spec of ud's template. A new workload (create)
 	// gets selector; an existing one keeps its selector and whatever else the kind cannot
 	// change once created.
@@ -94,9 +99,12 @@ type workloadKind interface {
 	Delete(ctx context.Context, s *Subset) error
 }
 
-// subsetKind implements workloadKind for a kind's accessors.
+// subsetKind implements workloadKind for a kind's accessors. cluster is empty for the hub's
+// workloads; for a member's it is the ClusterProfile's namespace/name, and its workloads carry
+// LabelUnitedDeploymentUID instead of a controller reference (none can cross clusters).
 type subsetKind[T workload] struct {
-	a accessors[T]
+	a       accessors[T]
+	cluster string
 }
 
 func (k subsetKind[T]) Kind() string         { return k.a.kind() }
@@ -114,8 +122,10 @@ func (k subsetKind[T]) List(ud *appsv1alpha1.UnitedDeployment) ([]*Subset, error
 	}
 	var out []*Subset
 	for _, o := range objs {
-		if controlledAndLive(o, ud) {
-			out = append(out, newSubset(o, k.a.replicas(o)))
+		if k.ours(o, ud) {
+			s := newSubset(o, k.a.replicas(o))
+			s.Cluster, s.Status, s.kind = k.cluster, k.a.status(o), k
+			out = append(out, s)
 		}
 	}
 	return out, nil
@@ -128,7 +138,9 @@ func (k subsetKind[T]) Build(ud *appsv1alpha1.UnitedDeployment, existing *Subset
 		obj = k.a.newObject()
 		obj.SetNamespace(ud.Namespace)
 		obj.SetGenerateName(subsetPrefix(ud, spec.Subset.Name))
-		obj.SetOwnerReferences([]metav1.OwnerReference{*controllerRef(ud)})
+		if k.cluster == "" {
+			obj.SetOwnerReferences([]metav1.OwnerReference{*controllerRef(ud)})
+		}
 	} else {
 		obj = existing.Object.(T).DeepCopyObject().(T)
 	}
@@ -144,6 +156,9 @@ func (k subsetKind[T]) applyTemplate(obj T, ud *appsv1alpha1.UnitedDeployment, s
 	tmpl := k.a.template(ud)
 	l, a := obj.GetLabels(), obj.GetAnnotations()
 	mergeLabels(&l, workloadLabels(tmpl.Labels, ud, spec))
+	if k.cluster != "" {
+		l[appsv1alpha1.LabelUnitedDeploymentUID] = string(ud.UID)
+	}
 	mergeLabels(&a, workloadAnnotations(tmpl.Annotations, spec))
 	obj.SetLabels(l)
 	obj.SetAnnotations(a)
@@ -151,17 +166,26 @@ func (k subsetKind[T]) applyTemplate(obj T, ud *appsv1alpha1.UnitedDeployment, s
 	k.a.podTemplates(obj, func(t *corev1.PodTemplateSpec) { preparePodTemplate(t, ud, spec) })
 }
 
+// ours filters the live workloads of ud: controlled by it on the hub, labelled with its UID in
+// a member.
+func (k subsetKind[T]) ours(obj metav1.Object, ud *appsv1alpha1.UnitedDeployment) bool {
+	if k.cluster == "" {
+		return controlledAndLive(obj, ud)
+	}
+	return obj.GetDeletionTimestamp() == nil && obj.GetLabels()[appsv1alpha1.LabelUnitedDeploymentUID] == string(ud.UID)
+}
+
 func (k subsetKind[T]) Create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
 	out, err := k.a.client(obj.GetNamespace()).Create(ctx, obj.(T), metav1.CreateOptions{})
 	if err != nil {
-		return nil, err
+		return nil, k.memberError(err)
 	}
 	return out, nil
 }
 
 func (k subsetKind[T]) Update(ctx context.Context, obj metav1.Object) error {
 	_, err := k.a.client(obj.GetNamespace()).Update(ctx, obj.(T), metav1.UpdateOptions{})
-	return err
+	return k.memberError(err)
 }
 
 func (k subsetKind[T]) Delete(ctx context.Context, s *Subset) error {
@@ -169,5 +193,14 @@ func (k subsetKind[T]) Delete(ctx context.Context, s *Subset) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return err
+	return k.memberError(err)
+}
+
+// memberError names the member a refused write went to and redacts anything shaped like a
+// credential from its message, which goes to the log, an Event and the status.
+func (k subsetKind[T]) memberError(err error) error {
+	if err == nil || k.cluster == "" {
+		return err
+	}
+	return fmt.Errorf("in cluster %s: %s", k.cluster, fleet.Redact(err.Error()))
 }

@@ -32,6 +32,10 @@ type observation struct {
 	revisions []*appsv1.ControllerRevision
 	// pods are the pods labelled with ud's name.
 	pods []*corev1.Pod
+	// members are the member clusters ud's subsets name, by ClusterProfile namespace/name; now
+	// is when they were read (status.subsetStatuses[].cluster.lastSeenTime).
+	members map[string]*memberState
+	now     metav1.Time
 }
 
 // othersWorkload is a workload of a kind the template no longer asks for.
@@ -42,7 +46,7 @@ type othersWorkload struct {
 
 // observe reads ud's subset workloads of every kind, revisions and pods from the caches.
 func (c *Controller) observe(key string, ud *appsv1alpha1.UnitedDeployment) (*observation, error) {
-	obs := &observation{ud: ud, own: map[string][]*Subset{}}
+	obs := &observation{ud: ud, own: map[string][]*Subset{}, members: map[string]*memberState{}, now: metav1.NewTime(c.clock.Now())}
 	obs.status, obs.statusVersion = c.statuses.Current(key, ud.ResourceVersion, &ud.Status)
 	for _, k := range c.kinds {
 		list, err := k.List(ud)
@@ -50,6 +54,9 @@ func (c *Controller) observe(key string, ud *appsv1alpha1.UnitedDeployment) (*ob
 			return nil, err
 		}
 		obs.add(k, list)
+	}
+	if err := c.observeMembers(obs); err != nil {
+		return nil, err
 	}
 	obs.sortWorkloads()
 	var err error
@@ -155,6 +162,56 @@ func countPods(pods []*corev1.Pod, updatedRevision string) *observedPods {
 		o.byOwner[s][ownerKind].add(p, updatedRevision)
 	}
 	return o
+}
+
+// countAll counts the hub's pods (countPods) and, from their workloads' own status, the pods
+// of the subsets in member clusters, whose pods the agent does not cache. A member workload's
+// updated pods count only when it carries the updated revision; its updated ready pods are
+// taken as min(updated, ready), which is exact once its rollout is done.
+func countAll(obs *observation, updatedRevision string) *observedPods {
+	o := countPods(obs.pods, updatedRevision)
+	add := func(s *Subset, ownerKind string) {
+		c := podCounts{replicas: s.Status.replicas, ready: s.Status.ready}
+		if s.Revision == updatedRevision {
+			c.updated = s.Status.updated
+			c.updatedReady = min(c.updated, c.ready)
+		}
+		o.addCounts(s.SubsetName, ownerKind, c)
+	}
+	for _, l := range obs.own {
+		for _, s := range l {
+			if s.Cluster != "" && obs.selected != nil {
+				add(s, obs.selected.PodOwnerKind())
+			}
+		}
+	}
+	for _, w := range obs.others {
+		if w.subset.Cluster != "" {
+			add(w.subset, w.kind.PodOwnerKind())
+		}
+	}
+	return o
+}
+
+func (p *podCounts) plus(c podCounts) {
+	p.replicas += c.replicas
+	p.ready += c.ready
+	p.updated += c.updated
+	p.updatedReady += c.updatedReady
+}
+
+// addCounts adds counts to the total, the subset's and the subset's owner kind's.
+func (o *observedPods) addCounts(subset, ownerKind string, c podCounts) {
+	o.total.plus(c)
+	if o.bySubset[subset] == nil {
+		o.bySubset[subset] = &podCounts{}
+		o.byOwner[subset] = map[string]*podCounts{}
+	}
+	o.bySubset[subset].plus(c)
+	if o.byOwner[subset][ownerKind] == nil {
+		o.byOwner[subset][ownerKind] = &podCounts{}
+	}
+	o.byOwner[subset][ownerKind].plus(c)
 }
 
 // podActive is true for a pod that is neither being deleted nor finished.

@@ -3,6 +3,7 @@ package uniteddeployment
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -112,6 +113,8 @@ func currentRevision(obs *observation, updated string) string {
 // observation once the updated revision is known (planSubsets).
 type subsetPlan struct {
 	kind workloadKind
+	// members are the member clusters of the observation.
+	members map[string]*memberState
 	// specs is what each listed subset should be, in topology order.
 	specs []*SubsetSpec
 	// creates, updates and deletes are the workload writes, in the order they are made.
@@ -129,14 +132,16 @@ type subsetPlan struct {
 	oldRevisions []*appsv1.ControllerRevision
 }
 
-// creation is a workload to create.
+// creation is a workload to create, by kind (the hub's or its member's).
 type creation struct {
+	kind workloadKind
 	spec *SubsetSpec
 	obj  metav1.Object
 }
 
-// update is a workload to write: obj is existing brought to spec.
+// update is a workload to write: obj is existing brought to spec, by kind.
 type update struct {
+	kind     workloadKind
 	existing *Subset
 	spec     *SubsetSpec
 	obj      metav1.Object
@@ -160,10 +165,12 @@ func (p *subsetPlan) hold(reason, subset string) {
 // its spec; duplicates, workloads of unlisted subsets and replaced workloads of other kinds
 // deleted; old revisions pruned.
 func planSubsets(obs *observation, alloc map[string]int32, current, updated string) *subsetPlan {
-	p := &subsetPlan{kind: obs.selected, specs: subsetSpecs(obs.ud, alloc, updated)}
-	kept := p.planOwn(obs)
+	p := &subsetPlan{kind: obs.selected, members: obs.members, specs: subsetSpecs(obs.ud, alloc, updated)}
+	pods := countAll(obs, updated)
+	kept := p.planOwn(obs, countPods(obs.pods, updated))
+	p.holdMembers()
 	p.planUnlisted(obs)
-	p.planOthers(obs, kept, countPods(obs.pods, updated))
+	p.planOthers(obs, kept, pods)
 	p.planUpdates(obs.ud, kept)
 	p.oldRevisions = oldRevisions(obs, current, updated)
 	return p
@@ -192,23 +199,119 @@ func partitionOf(ud *appsv1alpha1.UnitedDeployment, subset string, replicas int3
 	return min(partition.Subset(ud, subset), replicas)
 }
 
-// planOwn creates the workload of each listed subset that has none and deletes all but the
-// oldest of a subset that has several. It returns the workload kept per subset.
-func (p *subsetPlan) planOwn(obs *observation) map[string]*Subset {
+// planOwn creates the workload of each listed subset that has none in its cluster and deletes
+// all but the oldest of a subset that has several. A workload left in the subset's former
+// cluster is deleted once the new one has its replicas ready. A subset whose member cannot be
+// used this sync is held as it is. It returns the workload kept per subset.
+func (p *subsetPlan) planOwn(obs *observation, hubPods *observedPods) map[string]*Subset {
 	kept := map[string]*Subset{}
 	for _, spec := range p.specs {
-		name := spec.Subset.Name
-		l := obs.own[name]
-		if len(l) == 0 {
-			p.creates = append(p.creates, creation{spec, p.kind.Build(obs.ud, nil, spec)})
+		name, cluster := spec.Subset.Name, clusterOf(spec.Subset)
+		k := p.kindIn(cluster)
+		if k == nil {
 			continue
 		}
-		kept[name] = l[0]
-		for _, dup := range l[1:] {
-			p.deletes = append(p.deletes, deletion{p.kind, dup, fmt.Sprintf("duplicate of %s %s of subset %s", p.kind.Kind(), l[0].Object.GetName(), name)})
+		var here, moved []*Subset
+		for _, s := range obs.own[name] {
+			if s.Cluster == cluster {
+				here = append(here, s)
+			} else {
+				moved = append(moved, s)
+			}
+		}
+		if len(here) == 0 {
+			p.creates = append(p.creates, creation{k, spec, k.Build(obs.ud, nil, spec)})
+		} else {
+			kept[name] = here[0]
+			for _, dup := range here[1:] {
+				p.deletes = append(p.deletes, deletion{k, dup, fmt.Sprintf("duplicate of %s %s of subset %s", k.Kind(), here[0].Object.GetName(), name)})
+			}
+		}
+		for _, s := range moved {
+			p.planMoved(s, kept[name], spec, hubPods)
 		}
 	}
 	return kept
+}
+
+// holdMembers holds the subsets of the members that cannot be used this sync, and reports each
+// such member once as a failure (not while its caches are still filling).
+func (p *subsetPlan) holdMembers() {
+	held := map[string][]string{}
+	var clusters []string
+	for _, spec := range p.specs {
+		cluster := clusterOf(spec.Subset)
+		if cluster == "" || p.kindIn(cluster) != nil {
+			continue
+		}
+		reason := p.members[cluster].reason
+		if reason == "" {
+			reason = appsv1alpha1.ReasonClusterUnreachable
+		}
+		p.hold(reason, spec.Subset.Name)
+		if held[cluster] == nil {
+			clusters = append(clusters, cluster)
+		}
+		held[cluster] = append(held[cluster], spec.Subset.Name)
+	}
+	for _, cluster := range clusters {
+		ms := p.members[cluster]
+		if ms.reason != "" {
+			p.failures = append(p.failures, failure{ms.reason, fmt.Sprintf("%s; subsets %s held as they are", ms.message, strings.Join(held[cluster], ", "))})
+		}
+	}
+}
+
+// kindIn is the selected kind's instance in a cluster ("" the hub), nil when the cluster's
+// member cannot be used this sync: its subsets are then held with the member's reason.
+func (p *subsetPlan) kindIn(cluster string) workloadKind {
+	if cluster == "" {
+		return p.kind
+	}
+	ms := p.members[cluster]
+	if ms == nil || !ms.usable() || ms.selected == nil {
+		return nil
+	}
+	return ms.selected
+}
+
+// planMoved deletes a subset's workload left in the cluster it ran in before, once the
+// workload in its new cluster has every replica ready on the updated revision; until then it
+// keeps serving. A workload in a member that cannot be used now waits for it.
+func (p *subsetPlan) planMoved(s, kept *Subset, spec *SubsetSpec, hubPods *observedPods) {
+	k := p.kindOf(s)
+	where := "the hub"
+	if s.Cluster != "" {
+		where = "cluster " + s.Cluster
+	}
+	if k != nil && kept != nil && keptReady(kept, spec, hubPods) {
+		p.deletes = append(p.deletes, deletion{k, s, fmt.Sprintf("subset %s moved from %s", spec.Subset.Name, where)})
+		return
+	}
+	p.waiting = append(p.waiting, fmt.Sprintf("%s %s (subset %s, in %s)", p.kind.Kind(), s.Object.GetName(), spec.Subset.Name, where))
+}
+
+// keptReady reports whether a subset's workload has every replica ready on the updated
+// revision: a member's by its own status, the hub's by its pods.
+func keptReady(kept *Subset, spec *SubsetSpec, hubPods *observedPods) bool {
+	if kept.Cluster != "" {
+		return kept.Revision == spec.Revision && kept.Status.updated >= spec.Replicas && kept.Status.ready >= spec.Replicas
+	}
+	return hubPods.subset(spec.Subset.Name).updatedReady >= spec.Replicas
+}
+
+// kindOf is the kind that writes a listed workload: the one that listed it, else (observations
+// built by hand) the selected kind; nil when its member cannot be used this sync.
+func (p *subsetPlan) kindOf(s *Subset) workloadKind {
+	if s.Cluster != "" {
+		if ms := p.members[s.Cluster]; ms == nil || !ms.usable() {
+			return nil
+		}
+	}
+	if s.kind != nil {
+		return s.kind
+	}
+	return p.kind
 }
 
 // planUnlisted deletes the selected kind's workloads of subsets no longer listed.
@@ -226,7 +329,9 @@ func (p *subsetPlan) planUnlisted(obs *observation) {
 	sort.Strings(unlisted)
 	for _, name := range unlisted {
 		for _, s := range obs.own[name] {
-			p.deletes = append(p.deletes, deletion{p.kind, s, fmt.Sprintf("subset %q is no longer listed", name)})
+			if k := p.kindOf(s); k != nil {
+				p.deletes = append(p.deletes, deletion{k, s, fmt.Sprintf("subset %q is no longer listed", name)})
+			}
 		}
 	}
 }
@@ -282,9 +387,10 @@ func (p *subsetPlan) planUpdates(ud *appsv1alpha1.UnitedDeployment, kept map[str
 			spec.ApplyTemplate = false
 			p.hold(appsv1alpha1.ReasonPartitionUnsupported, name)
 		}
-		obj := p.kind.Build(ud, w, spec)
+		k := p.kindOf(w)
+		obj := k.Build(ud, w, spec)
 		if !apiequality.Semantic.DeepEqual(w.Object, obj) {
-			p.updates = append(p.updates, update{w, spec, obj})
+			p.updates = append(p.updates, update{k, w, spec, obj})
 		}
 	}
 }

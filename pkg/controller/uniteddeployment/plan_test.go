@@ -24,9 +24,9 @@ import (
 
 func clientlessKinds() []workloadKind {
 	return []workloadKind{
-		subsetKind[*appsv1.StatefulSet]{statefulSets{}},
-		subsetKind[*appsv1.Deployment]{deployments{}},
-		subsetKind[*appsv1alpha1.TApp]{tapps{}},
+		subsetKind[*appsv1.StatefulSet]{a: statefulSets{}},
+		subsetKind[*appsv1.Deployment]{a: deployments{}},
+		subsetKind[*appsv1alpha1.TApp]{a: tapps{}},
 	}
 }
 

@@ -22,7 +22,7 @@ type statefulSets struct {
 
 func newStatefulSets(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
 	inf := c.ManagedInformers.StatefulSets()
-	return subsetKind[*appsv1.StatefulSet]{statefulSets{c.KubeClient, inf.Lister()}}, inf.Informer()
+	return subsetKind[*appsv1.StatefulSet]{a: statefulSets{c.KubeClient, inf.Lister()}}, inf.Informer()
 }
 
 func (statefulSets) kind() string         { return "StatefulSet" }
@@ -82,4 +82,8 @@ func (k statefulSets) lister(namespace string) namespaceLister[*appsv1.StatefulS
 
 func (k statefulSets) client(namespace string) typedClient[*appsv1.StatefulSet] {
 	return k.kube.AppsV1().StatefulSets(namespace)
+}
+
+func (statefulSets) status(obj *appsv1.StatefulSet) workloadStatus {
+	return workloadStatus{replicas: obj.Status.Replicas, ready: obj.Status.ReadyReplicas, updated: obj.Status.UpdatedReplicas}
 }

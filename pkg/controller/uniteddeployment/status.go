@@ -30,11 +30,12 @@ func computeStatus(obs *observation, r *result) *appsv1alpha1.UnitedDeploymentSt
 	if r.updated != "" {
 		status.UpdatedRevision, status.CurrentRevision = r.updated, r.current
 	}
-	pods := countPods(obs.pods, status.UpdatedRevision)
+	pods := countAll(obs, status.UpdatedRevision)
 	if rolledOut(ud, r, pods) {
 		status.CurrentRevision = status.UpdatedRevision
 	}
 	fillCounts(ud, status, pods, r.alloc)
+	fillClusters(obs, status)
 	if r.subsets != nil {
 		setConditions(ud, status, r)
 	}
@@ -86,6 +87,53 @@ func fillCounts(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.UnitedDe
 	}
 }
 
+// fillClusters writes each cluster subset's member state. The subset of a member that cannot
+// be used this sync keeps the pod counts last seen, which stay in the totals.
+func fillClusters(obs *observation, status *appsv1alpha1.UnitedDeploymentStatus) {
+	for i := range status.SubsetStatuses {
+		st := &status.SubsetStatuses[i]
+		spec := &obs.ud.Spec.Topology.Subsets[i]
+		cluster := clusterOf(spec)
+		if cluster == "" {
+			continue
+		}
+		prev := previousSubset(obs.status, st.Name)
+		ms := obs.members[cluster]
+		cs := &appsv1alpha1.SubsetClusterStatus{ClusterProfile: cluster, Reachable: ms != nil && ms.reason != appsv1alpha1.ReasonClusterUnreachable}
+		if ms != nil && ms.reason != "" {
+			cs.Message = ms.message
+		}
+		if prev != nil && prev.Cluster != nil && prev.Cluster.ClusterProfile == cluster {
+			cs.LastSeenTime = prev.Cluster.LastSeenTime
+		}
+		if !cs.Reachable || ms.waiting {
+			if prev != nil {
+				st.ReadyReplicas, st.UpdatedReplicas = prev.ReadyReplicas, prev.UpdatedReplicas
+				status.ReadyReplicas += prev.ReadyReplicas
+				status.UpdatedReplicas += prev.UpdatedReplicas
+				status.UpdatedReadyReplicas += min(prev.ReadyReplicas, prev.UpdatedReplicas)
+				status.Replicas += prev.Replicas
+			}
+		} else if prev == nil || prev.Cluster == nil || !prev.Cluster.Reachable || cs.LastSeenTime == nil ||
+			prev.ReadyReplicas != st.ReadyReplicas || prev.UpdatedReplicas != st.UpdatedReplicas {
+			// Seen again, or seen to change: a new time only then, so that a sync that saw
+			// nothing new writes no status.
+			now := obs.now
+			cs.LastSeenTime = &now
+		}
+		st.Cluster = cs
+	}
+}
+
+func previousSubset(status *appsv1alpha1.UnitedDeploymentStatus, name string) *appsv1alpha1.SubsetStatus {
+	for i := range status.SubsetStatuses {
+		if status.SubsetStatuses[i].Name == name {
+			return &status.SubsetStatuses[i]
+		}
+	}
+	return nil
+}
+
 // setCondition sets a condition, stamped with the generation it describes.
 func setCondition(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.UnitedDeploymentStatus, t string, s metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
@@ -132,6 +180,10 @@ func setConditions(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.Unite
 			why = "updateStrategy.paused is set"
 		case appsv1alpha1.ReasonPartitionUnsupported:
 			why = "a Deployment cannot honour a non-zero partition"
+		case appsv1alpha1.ReasonClusterUnreachable:
+			why = "their member cluster is unreachable"
+		case appsv1alpha1.ReasonClusterUnsupported:
+			why = "their member cluster cannot run a " + kind
 		case appsv1alpha1.ReasonProvisionFailed:
 			msgs = append(msgs, fmt.Sprintf("subsets %s have no %s: creating it failed", strings.Join(r.notUpdated[reason], ", "), kind))
 			continue

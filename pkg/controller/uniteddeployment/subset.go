@@ -28,6 +28,19 @@ type Subset struct {
 	SubsetHash string
 	// Replicas is its spec.replicas.
 	Replicas int32
+	// Status is the workload's own counts of its pods.
+	Status workloadStatus
+	// kind is the subset kind that listed it (for a member's workload, that member's instance),
+	// which writes it; nil in tests that build observations by hand (the plan's kind then).
+	kind workloadKind
+	// Cluster is the member cluster it runs in (its ClusterProfile's namespace/name), empty on
+	// the hub.
+	Cluster string
+}
+
+// workloadStatus is a workload's own counts of its pods, from its status.
+type workloadStatus struct {
+	replicas, ready, updated int32
 }
 
 // SubsetSpec is what the controller wants of one subset workload.

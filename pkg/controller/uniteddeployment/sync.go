@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -12,6 +13,9 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/base"
 	"github.com/kubectl-workload/kubectl-workload/pkg/metrics"
 )
+
+// memberSyncRetry is how soon a sync that found a member's caches not yet synced is retried.
+const memberSyncRetry = time.Second
 
 // syncHandler reconciles one UnitedDeployment: observe (informer caches only) → plan (pure) →
 // writes (revision, subset workloads, old revisions) → status (pure) → one status write when it
@@ -32,7 +36,10 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 		return err
 	}
 	if ud.DeletionTimestamp != nil {
-		return nil
+		return c.finalize(ctx, ud)
+	}
+	if wrote, err := c.syncFinalizer(ctx, ud); wrote || err != nil {
+		return err
 	}
 	if !c.expectations.SatisfiedExpectations(key) {
 		// Workloads created or deleted by an earlier sync are not all in the cache yet; their
@@ -43,6 +50,10 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 	obs, err := c.observe(key, ud)
 	if err != nil {
 		return err
+	}
+	if obs.memberWaiting() {
+		// A member's caches are filling; an empty member sends no event when they are done.
+		c.Queue.AddAfter(name, memberSyncRetry)
 	}
 	r := c.planAndWrite(ctx, key, obs)
 	status := computeStatus(obs, r)

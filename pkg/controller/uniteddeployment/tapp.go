@@ -20,7 +20,7 @@ type tapps struct {
 
 func newTApps(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
 	inf := c.Informers.Apps().V1alpha1().TApps()
-	return subsetKind[*appsv1alpha1.TApp]{tapps{c.Client, inf.Lister()}}, inf.Informer()
+	return subsetKind[*appsv1alpha1.TApp]{a: tapps{c.Client, inf.Lister()}}, inf.Informer()
 }
 
 func (tapps) kind() string         { return "TApp" }
@@ -75,4 +75,8 @@ func (k tapps) lister(namespace string) namespaceLister[*appsv1alpha1.TApp] {
 
 func (k tapps) client(namespace string) typedClient[*appsv1alpha1.TApp] {
 	return k.ours.AppsV1alpha1().TApps(namespace)
+}
+
+func (tapps) status(obj *appsv1alpha1.TApp) workloadStatus {
+	return workloadStatus{replicas: obj.Status.Replicas, ready: obj.Status.ReadyReplicas, updated: obj.Status.UpdatedReplicas}
 }

@@ -69,6 +69,13 @@ const (
 	ReasonNoTemplate           = "NoTemplate"
 	ReasonRevisionFailed       = "RevisionFailed"
 	ReasonNoFailure            = "NoFailure"
+	// ReasonClusterUnreachable: a subset's member cluster cannot be reached (no provider file,
+	// no ClusterProfile, its control plane unhealthy, its API server not answering); its
+	// workload is left as it is and its counts are the last seen.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonClusterUnsupported: a subset's member cluster cannot run the subset's kind (a TApp
+	// where tapps.apps.workload.dev is not served).
+	ReasonClusterUnsupported = "ClusterUnsupported"
 )
 
 // Canary condition reasons.
@@ -140,6 +147,11 @@ const (
 	EventTemplateRestored = "TargetTemplateRestored"
 	EventRetried          = "ReleaseRetried"
 )
+
+// FinalizerMemberWorkloads holds a deleted UnitedDeployment whose subsets name member clusters
+// until the agent has deleted its subset workloads there: owner references cannot cross
+// clusters, so the members' garbage collectors would never remove them.
+const FinalizerMemberWorkloads = "apps.workload.dev/member-workloads"
 
 // The Canary finalizer and annotations.
 const (

@@ -33,6 +33,11 @@ const (
 
 	// LabelUnitedDeploymentName names the UnitedDeployment that owns a subset workload.
 	LabelUnitedDeploymentName = "apps.workload.dev/united-deployment"
+	// LabelUnitedDeploymentUID, on a subset workload in a member cluster, is the UID of the hub's
+	// UnitedDeployment: it stands for the controller reference a workload in another cluster
+	// cannot carry, so that a UnitedDeployment deleted and created again under the same name
+	// never adopts the old one's workloads.
+	LabelUnitedDeploymentUID = "apps.workload.dev/united-deployment-uid"
 	// LabelSubsetName is the subset name of a UnitedDeployment's subset workload.
 	LabelSubsetName = "apps.workload.dev/subset"
 	// LabelRevision is the ControllerRevision name a subset workload was made from.
