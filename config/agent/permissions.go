@@ -214,3 +214,24 @@ var Permissions = []Permission{
 	{core, "configmaps", "get", Namespace, "notifications: Controller.config reads the ConfigMap workload-notifications"},
 	{core, "secrets", "get", Namespace, "notifications: Controller.config reads the Secret workload-notifications-secret ($key values of the services)"},
 }
+
+// MemberPermissions is every permission the agent needs in a member cluster, in the namespace of
+// a UnitedDeployment whose subsets name it: what config/rbac/member-role.yaml grants, no more.
+// Discovery (is tapps.apps.workload.dev served?) is allowed to every authenticated identity.
+var MemberPermissions = []Permission{
+	{apps, "statefulsets", "list", "", informerList + " (fleet: a member's subset workloads, filtered by fleet.MemberSelector)"},
+	{apps, "statefulsets", "watch", "", informerWatch},
+	{apps, "statefulsets", "create", "", "uniteddeployment: subsetKind.Create (kinds.go) of a subset StatefulSet in its member"},
+	{apps, "statefulsets", "update", "", "uniteddeployment: subsetKind.Update of a subset StatefulSet in its member"},
+	{apps, "statefulsets", "delete", "", "uniteddeployment: subsetKind.Delete, and the member finalizer (finalizer.go clearMember)"},
+	{apps, "deployments", "list", "", informerList + " (fleet: a member's subset workloads)"},
+	{apps, "deployments", "watch", "", informerWatch},
+	{apps, "deployments", "create", "", "uniteddeployment: subsetKind.Create of a subset Deployment in its member"},
+	{apps, "deployments", "update", "", "uniteddeployment: subsetKind.Update of a subset Deployment in its member"},
+	{apps, "deployments", "delete", "", "uniteddeployment: subsetKind.Delete, and the member finalizer"},
+	{workloads, "tapps", "list", "", informerList + " (fleet: Member.TApps, once the member serves TApps)"},
+	{workloads, "tapps", "watch", "", informerWatch},
+	{workloads, "tapps", "create", "", "uniteddeployment: subsetKind.Create of a subset TApp in its member"},
+	{workloads, "tapps", "update", "", "uniteddeployment: subsetKind.Update of a subset TApp in its member"},
+	{workloads, "tapps", "delete", "", "uniteddeployment: subsetKind.Delete, and the member finalizer"},
+}

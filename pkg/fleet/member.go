@@ -34,7 +34,7 @@ type Member struct {
 	mu       sync.Mutex
 	ctx      context.Context
 	opts     Options
-	notify   func(namespace, name string)
+	notify   func(namespace, name string, e Event)
 	tapps    listers.TAppLister
 	tappSync cache.InformerSynced
 }
@@ -44,7 +44,7 @@ func newMember(key string, c Clients, h *health, fp string, cancel context.Cance
 }
 
 // watch starts the member's StatefulSet and Deployment informers, filtered by MemberSelector.
-func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace, name string)) error {
+func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace, name string, e Event)) error {
 	m.ctx, m.opts, m.notify = ctx, opts, notify
 	f := kubeinformers.New(m.Kube, opts.Resync, kubeinformers.WithNamespace(opts.Namespace),
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = MemberSelector }),
@@ -61,19 +61,32 @@ func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace,
 	return nil
 }
 
+// Event is what happened to a member's subset workload.
+type Event int
+
+const (
+	Added Event = iota
+	Updated
+	Deleted
+)
+
 // handler passes every event of a subset workload on as its namespace and UnitedDeployment.
 func (m *Member) handler() cache.ResourceEventHandler {
-	each := func(obj any) {
+	each := func(obj any, e Event) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
 		if o, ok := obj.(metav1.Object); ok {
 			if name := o.GetLabels()[appsv1alpha1.LabelUnitedDeploymentName]; name != "" {
-				m.notify(o.GetNamespace(), name)
+				m.notify(o.GetNamespace(), name, e)
 			}
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: each, UpdateFunc: func(_, cur any) { each(cur) }, DeleteFunc: each}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { each(obj, Added) },
+		UpdateFunc: func(_, cur any) { each(cur, Updated) },
+		DeleteFunc: func(obj any) { each(obj, Deleted) },
+	}
 }
 
 // HasSynced reports whether the member's caches have listed once.

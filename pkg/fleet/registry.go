@@ -70,7 +70,7 @@ type Registry struct {
 	ctx      context.Context
 	members  map[string]*Member
 	profile  []func(namespace, name string)
-	workload []func(namespace, name string)
+	workload []func(namespace, name string, e Event)
 }
 
 // New returns a registry over opts. profiles, the hub's ClusterProfile informer, may be nil
@@ -101,8 +101,9 @@ func (r *Registry) OnProfile(h func(namespace, name string)) {
 }
 
 // OnWorkload registers a handler called with the namespace and UnitedDeployment label of every
-// event of a member's subset workload.
-func (r *Registry) OnWorkload(h func(namespace, udName string)) {
+// event of a member's subset workload, and what happened (creations and deletions are the
+// controller's expectations).
+func (r *Registry) OnWorkload(h func(namespace, udName string, e Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.workload = append(r.workload, h)
@@ -224,12 +225,12 @@ func (r *Registry) drop(key string) {
 	}
 }
 
-func (r *Registry) notifyWorkload(namespace, name string) {
+func (r *Registry) notifyWorkload(namespace, name string, e Event) {
 	r.mu.Lock()
 	hs := r.workload
 	r.mu.Unlock()
 	for _, h := range hs {
-		h(namespace, name)
+		h(namespace, name, e)
 	}
 }
 

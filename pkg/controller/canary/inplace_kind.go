@@ -27,6 +27,12 @@ type targetState struct {
 	held int32
 }
 
+// unreachableTarget is a target part of whose pods run in member clusters the agent cannot
+// reach now (a UnitedDeployment's cluster subsets): a progressing release says which.
+type unreachableTarget interface {
+	unreachable() string
+}
+
 // targetKind is one kind of workload a Canary releases in place.
 type targetKind interface {
 	// get returns the workload from the agent's cache, reading what the cache does not hold

@@ -54,17 +54,46 @@ func (t unitedDeploymentTarget) state() targetState {
 	for _, s := range ud.Spec.Topology.Subsets {
 		held += min(partition.Subset(ud, s.Name), t.subsetReplicas(s.Name))
 	}
+	// The pods of a subset whose member cluster is unreachable are the last counts seen: they
+	// are not counted, so a step that needs them never completes while it stays unreachable
+	// (docs/architecture.md, "Fleet: member clusters").
+	var unseenUpdated, unseenReady int32
+	for _, s := range ud.Status.SubsetStatuses {
+		if s.Cluster != nil && !s.Cluster.Reachable {
+			unseenUpdated += s.UpdatedReplicas
+			unseenReady += s.ReadyReplicas
+		}
+	}
 	return targetState{
 		observed: ud.Status.ObservedGeneration >= ud.Generation,
 		replicas: v1alpha1.ReplicasOrDefault(ud.Spec.Replicas),
-		updated:  ud.Status.UpdatedReplicas,
+		updated:  max(0, ud.Status.UpdatedReplicas-unseenUpdated),
 		// Its status counts ready pods only: a ready pod is taken as available.
-		available:       ud.Status.ReadyReplicas,
-		ready:           ud.Status.ReadyReplicas,
+		available:       max(0, ud.Status.ReadyReplicas-unseenReady),
+		ready:           max(0, ud.Status.ReadyReplicas-unseenReady),
 		updateRevision:  ud.Status.UpdatedRevision,
 		currentRevision: ud.Status.CurrentRevision,
 		held:            held,
 	}
+}
+
+// unreachable names the subsets whose member cluster is unreachable, and why: the release
+// holds for them (their pods are not counted) until they come back or the deadline passes.
+func (t unitedDeploymentTarget) unreachable() string {
+	var held []string
+	for _, s := range t.Status.SubsetStatuses {
+		if c := s.Cluster; c != nil && !c.Reachable {
+			why := fmt.Sprintf("subset %s in cluster %s", s.Name, c.ClusterProfile)
+			if c.Message != "" {
+				why += " (" + c.Message + ")"
+			}
+			held = append(held, why)
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return "held while unreachable: " + strings.Join(held, "; ")
 }
 
 // subsetReplicas is the pods the UnitedDeployment controller allocated to a subset.

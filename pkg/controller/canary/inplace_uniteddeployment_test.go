@@ -189,3 +189,47 @@ func TestUnitedDeploymentTargetActions(t *testing.T) {
 		t.Errorf("actions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// clusterZones is zones with each subset in a member cluster fleet/<zone>; the clusters named
+// in unreachable report the last counts seen (every pod of a on the update revision, ready).
+func clusterZones(parts map[string]int32, updated int32, current, update string, unreachable ...string) *v1alpha1.UnitedDeployment {
+	ud := zones(parts, updated, current, update)
+	for i := range ud.Spec.Topology.Subsets {
+		s := &ud.Spec.Topology.Subsets[i]
+		s.ClusterProfileRef = &v1alpha1.ClusterProfileReference{Namespace: "fleet", Name: s.Name}
+		st := &ud.Status.SubsetStatuses[i]
+		st.ReadyReplicas = 2
+		st.Cluster = &v1alpha1.SubsetClusterStatus{ClusterProfile: "fleet/" + s.Name, Reachable: true}
+		for _, u := range unreachable {
+			if u == s.Name {
+				st.Cluster.Reachable, st.Cluster.Message = false, "cluster fleet/"+s.Name+" is unreachable: connection refused"
+				st.UpdatedReplicas = 2
+			}
+		}
+	}
+	return ud
+}
+
+// A wave whose member is unreachable is never counted passed, whatever its last counts say;
+// the release says which cluster holds it, and goes on when the member is back.
+func TestUnitedDeploymentClusterWaveHeldWhileUnreachable(t *testing.T) {
+	cn := zonesCanary()
+	syncZones(t, cn, clusterZones(nil, 6, "v1", "v1"))
+	if _, p := syncZones(t, cn, clusterZones(held(2, 2, 2), 0, "v1", "v2")); !samePartitions(p, held(0, 2, 2)) {
+		t.Fatalf("wave 1: partitions %v, want cluster a released", p)
+	}
+	r, p := syncZones(t, cn, clusterZones(held(0, 2, 2), 2, "v1", "v2", "a"))
+	if p != nil || cn.Status.CurrentBatch != 1 || cn.Status.Batches[0].State == v1alpha1.BatchBaking || cn.Status.Phase != v1alpha1.CanaryProgressing {
+		t.Fatalf("wave 1, member a unreachable: partitions %v batch %d state %s phase %s (%s)", p, cn.Status.CurrentBatch, cn.Status.Batches[0].State, cn.Status.Phase, r.message)
+	}
+	if !strings.Contains(cn.Status.Message, "subset a in cluster fleet/a") {
+		t.Fatalf("message %q does not name the unreachable cluster", cn.Status.Message)
+	}
+	if cn.Status.Abort != nil {
+		t.Fatalf("an unreachable member aborted the release: %+v", cn.Status.Abort)
+	}
+	syncZones(t, cn, clusterZones(held(0, 2, 2), 2, "v1", "v2"))
+	if cn.Status.Batches[0].State != v1alpha1.BatchBaking {
+		t.Fatalf("member a back: state %s, want wave 1 baking", cn.Status.Batches[0].State)
+	}
+}

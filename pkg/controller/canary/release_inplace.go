@@ -395,6 +395,11 @@ func (r *inPlacePlan) fillStatus(st *v1alpha1.CanaryStatus) {
 		st.Target = nil
 		return
 	}
+	if u, ok := r.target.(unreachableTarget); ok && st.Phase == v1alpha1.CanaryProgressing {
+		if msg := u.unreachable(); msg != "" {
+			st.Message += "; " + msg
+		}
+	}
 	ts := r.target.state()
 	t := &v1alpha1.CanaryTargetStatus{
 		StableRevision:    r.stableRev,

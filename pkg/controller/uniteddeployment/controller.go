@@ -92,7 +92,7 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	}
 	if ctl.fleet != nil {
 		// A member's subset workload changed, or a ClusterProfile (its health, its access).
-		ctl.fleet.OnWorkload(func(namespace, name string) { ctl.Queue.Add(base.Key{Namespace: namespace, Name: name}) })
+		ctl.fleet.OnWorkload(ctl.memberWorkloadEvent)
 		ctl.fleet.OnProfile(ctl.enqueueProfileUsers)
 	}
 	owners := base.NewOwners(ctl.Base, func(namespace, name string) (*appsv1alpha1.UnitedDeployment, error) {

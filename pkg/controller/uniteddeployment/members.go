@@ -158,6 +158,19 @@ func (o *observation) memberWaiting() bool {
 	return false
 }
 
+// memberWorkloadEvent observes a member's subset workload created or deleted (the
+// expectations of the sync that wrote it) and enqueues its UnitedDeployment.
+func (c *Controller) memberWorkloadEvent(namespace, name string, e fleet.Event) {
+	key := base.Key{Namespace: namespace, Name: name}
+	switch e {
+	case fleet.Added:
+		c.expectations.CreationObserved(key.String())
+	case fleet.Deleted:
+		c.expectations.DeletionObserved(key.String())
+	}
+	c.Queue.Add(key)
+}
+
 // enqueueProfileUsers enqueues every UnitedDeployment whose subsets name the ClusterProfile
 // namespace/name: its reachability or access changed.
 func (c *Controller) enqueueProfileUsers(namespace, name string) {

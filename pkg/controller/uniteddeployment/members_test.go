@@ -353,3 +353,53 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestMemberPutBackWhenItReturns: a template written back (a Canary's abort) while a member is
+// unreachable leaves that member alone; once its profile says it is healthy again, its
+// workload gets the template.
+func TestMemberPutBackWhenItReturns(t *testing.T) {
+	ud := withFinalizer(memberUD())
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), ud)
+	mf.syncUntilMember(t)
+	mf.sync("web")
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	waitUntil(t, func() bool { l, _ := m.StatefulSets.List(labels.Everything()); return len(l) == 1 })
+	mf.observe()
+	// The member's creation is observed through its informer's event.
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	mf.member.calls()
+
+	setProfileHealth(t, mf, metav1.ConditionFalse)
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:0") })
+	mf.observe()
+	mf.sync("web")
+	if calls := mf.member.calls(); len(calls) != 0 {
+		t.Fatalf("calls to the unreachable member: %v", calls)
+	}
+	mf.observe()
+	setProfileHealth(t, mf, metav1.ConditionTrue)
+	mf.sync("web")
+	calls := mf.member.calls()
+	if len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls once back %v, want its StatefulSet updated", calls)
+	}
+	l, _ := mf.member.kube.AppsV1().StatefulSets(ns).List(context.Background(), metav1.ListOptions{})
+	if img := l.Items[0].Spec.Template.Spec.Containers[0].Image; img != "nginx:0" {
+		t.Fatalf("member image %s, want nginx:0", img)
+	}
+}
+
+// setProfileHealth sets the member profile's ControlPlaneHealthy and waits for the registry to
+// see it.
+func setProfileHealth(t *testing.T, mf *memberFixture, s metav1.ConditionStatus) {
+	t.Helper()
+	cp := memberProfile(s)
+	if _, err := mf.profiles.ApisV1alpha1().ClusterProfiles("fleet").UpdateStatus(context.Background(), cp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref := appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"}
+	waitUntil(t, func() bool {
+		ok, _ := fleet.ControlPlaneHealthy(mf.reg.Profile(ref))
+		return ok == (s == metav1.ConditionTrue)
+	})
+}

@@ -165,10 +165,12 @@ type ClusterProfileReference struct {
 	// for example open-cluster-management-addon or fleet-system).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="clusterProfileRef.namespace must be a namespace name (a DNS label)"
 	Namespace string `json:"namespace"`
 	// Name of the ClusterProfile.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="clusterProfileRef.name must be a ClusterProfile name (a DNS subdomain)"
 	Name string `json:"name"`
 }
 
