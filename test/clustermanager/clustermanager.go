@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -49,6 +50,7 @@ type Manager struct {
 	ProviderFile string
 
 	hub      dynamic.Interface
+	role     *rbacv1.Role // granted in the members
 	dir      string
 	tokenDir string
 }
@@ -68,7 +70,11 @@ func New(ctx context.Context, hub *localcluster.Cluster, dir string) (*Manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{hub: dyn, dir: dir, tokenDir: filepath.Join(dir, "tokens"), ProviderFile: filepath.Join(dir, "clusterprofile-provider-file.json")}
+	role, err := memberRole()
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{hub: dyn, role: role, dir: dir, tokenDir: filepath.Join(dir, "tokens"), ProviderFile: filepath.Join(dir, "clusterprofile-provider-file.json")}
 	if err := os.MkdirAll(m.tokenDir, 0o700); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
@@ -22,19 +23,34 @@ const (
 	// IdentityNamespace and IdentityName are the member's ServiceAccount the hub's agent acts as.
 	IdentityNamespace = "kubectl-workload-fleet"
 	IdentityName      = "hub-agent"
-	// roleName is the Role (and RoleBinding) granting the identity MemberRules in one namespace.
-	roleName = "kubectl-workload-member"
 )
 
-// MemberRules are the verbs the identity has in each namespace it is granted (Grant): the
-// workloads a subset can be, and nothing cluster-wide.
-var MemberRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{"apps.workload.dev"}, Resources: []string{"tapps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+// MemberRoleFile is the Role the project ships for the agent's identity in a member, which Grant
+// binds: the tests then prove that what it grants is enough, and that nothing more is granted.
+var MemberRoleFile = filepath.Join("config", "rbac", "member-role.yaml")
+
+// memberRole reads MemberRoleFile from the repository.
+func memberRole() (*rbacv1.Role, error) {
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, MemberRoleFile))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.Role{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return nil, fmt.Errorf("%s: %w", MemberRoleFile, err)
+	}
+	if role.Kind != "Role" || role.Name == "" || len(role.Rules) == 0 {
+		return nil, fmt.Errorf("%s: not a named Role with rules", MemberRoleFile)
+	}
+	return role, nil
 }
 
 // Register makes member a cluster of the fleet under name: its identity (a ServiceAccount
-// granted MemberRules in each of namespaces, created when missing), that identity's token where
+// granted the member Role in each of namespaces, created when missing), that identity's token where
 // the plugin reads it, and its ClusterProfile on the hub, ControlPlaneHealthy.
 func (m *Manager) Register(ctx context.Context, name string, member *localcluster.Cluster, namespaces ...string) error {
 	kube, err := member.Clientset()
@@ -49,7 +65,7 @@ func (m *Manager) Register(ctx context.Context, name string, member *localcluste
 		return err
 	}
 	for _, ns := range namespaces {
-		if err := grant(ctx, kube, ns); err != nil {
+		if err := m.grant(ctx, kube, ns); err != nil {
 			return err
 		}
 	}
@@ -80,21 +96,22 @@ func (m *Manager) Register(ctx context.Context, name string, member *localcluste
 	return err
 }
 
-// Grant gives the member's identity MemberRules in namespace (created when missing), e.g. the
+// Grant gives the member's identity the member Role in namespace (created when missing), e.g. the
 // namespace of a test's UnitedDeployment, whose subset workloads land in the same namespace.
 func (m *Manager) Grant(ctx context.Context, member *localcluster.Cluster, namespace string) error {
 	kube, err := member.Clientset()
 	if err != nil {
 		return err
 	}
-	return grant(ctx, kube, namespace)
+	return m.grant(ctx, kube, namespace)
 }
 
-func grant(ctx context.Context, kube kubernetes.Interface, ns string) error {
+func (m *Manager) grant(ctx context.Context, kube kubernetes.Interface, ns string) error {
 	if err := ensureNamespace(ctx, kube, ns); err != nil {
 		return err
 	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: roleName, Namespace: ns}, Rules: MemberRules}
+	roleName := m.role.Name
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: roleName, Namespace: ns, Labels: m.role.Labels}, Rules: m.role.Rules}
 	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ func TestMemberAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s's API server stopped in %s", name, time.Since(stop).Round(100*time.Millisecond))
-	if _, err := cs.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{}); err == nil {
+	if _, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		t.Fatalf("%s answered with its API server stopped", name)
 	}
 	// The other member and the hub are not affected.
@@ -158,11 +159,12 @@ func TestMemberAPIServerRestart(t *testing.T) {
 	}
 	t.Logf("%s's API server back in %s", name, time.Since(start).Round(100*time.Millisecond))
 	e2eenv.WaitFor(t, ctx, name+"'s Deployment through the restarted API server", func(ctx context.Context) (bool, string, error) {
-		got, err := cs.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{})
+		// The member Role lists, it does not get.
+		list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + d.Name})
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return got.UID == d.UID, "uid " + string(got.UID), nil
+		return len(list.Items) == 1 && list.Items[0].UID == d.UID, fmt.Sprintf("%d listed", len(list.Items)), nil
 	})
 }
 
