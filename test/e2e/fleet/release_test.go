@@ -223,6 +223,20 @@ func (e *fleetEnv) createCanary(steps ...v1alpha1.CanaryStep) {
 	e.waitCanary("holding the UnitedDeployment", func(c *v1alpha1.Canary) bool {
 		return c.Status.Phase == v1alpha1.CanaryCompleted && c.Status.Target != nil && c.Status.Target.StableRevision != ""
 	})
+	// Every member held at its pods (partition = its replicas) before a template changes, or a
+	// member would take the change before its wave.
+	e.waitUD("held by the Canary in every member", func(ud *v1alpha1.UnitedDeployment) bool {
+		m := ud.Spec.UpdateStrategy.ManualUpdate
+		if m == nil {
+			return false
+		}
+		for _, w := range waves {
+			if m.Partitions[w.subset] != udReplicas/int32(len(waves)) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func wave(subset string, pause *v1alpha1.CanaryPause, checks ...string) v1alpha1.CanaryStep {
@@ -232,13 +246,18 @@ func wave(subset string, pause *v1alpha1.CanaryPause, checks ...string) v1alpha1
 func (e *fleetEnv) waitCanary(what string, cond func(*v1alpha1.Canary) bool) *v1alpha1.Canary {
 	e.T.Helper()
 	var last *v1alpha1.Canary
+	var ud *v1alpha1.UnitedDeployment
 	e2eenv.WaitFor(e.T, e.Ctx, "Canary "+what, func(ctx context.Context) (bool, string, error) {
 		c, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Get(ctx, canaryName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
+		if err == nil {
+			last = c
+			ud, err = e.Apps.AppsV1alpha1().UnitedDeployments(e.NS).Get(ctx, udName, metav1.GetOptions{})
 		}
-		last = c
-		return c.Status.ObservedGeneration == c.Generation && cond(c), describe(c), nil
+		state := fmt.Sprintf("error %v", err)
+		if last != nil && ud != nil {
+			state = fmt.Sprintf("%s (last error %v)\nUnitedDeployment: %v", describe(last), err, subsetStates(ud))
+		}
+		return err == nil && last.Status.ObservedGeneration == last.Generation && cond(last), state, nil
 	})
 	return last
 }
