@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,8 +51,10 @@ type fleetEnv struct {
 }
 
 // setupFleet grants the test's namespace in every member, starts the agent on the hub with the
-// provider file, and creates the UnitedDeployment on v1, waiting until both members run it.
-func setupFleet(t *testing.T) *fleetEnv {
+// provider file, and creates the UnitedDeployment on v1, waiting until both members run it. The
+// test fails if the agent logs an error, unless outage says the test cuts a member off (the
+// agent's failed requests to it are then logged, and not a fault).
+func setupFleet(t *testing.T, outage bool) *fleetEnv {
 	t.Helper()
 	f, mgr := fleet(t)
 	e := &fleetEnv{Env: e2eenv.Setup(t), fleet: f, mgr: mgr, members: map[string]kubernetes.Interface{}}
@@ -68,7 +69,11 @@ func setupFleet(t *testing.T) *fleetEnv {
 	}))
 	t.Cleanup(srv.Close)
 	e.checkURL = srv.URL
-	e.StartAgent("canary,uniteddeployment", "--clusterprofile-provider-file="+mgr.ProviderFile)
+	if outage {
+		e.StartAgentLoggingErrors("canary,uniteddeployment", "--clusterprofile-provider-file="+mgr.ProviderFile)
+	} else {
+		e.StartAgent("canary,uniteddeployment", "--clusterprofile-provider-file="+mgr.ProviderFile)
+	}
 
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": udName}}
 	tpl := corev1.PodTemplateSpec{
@@ -170,37 +175,6 @@ func (e *fleetEnv) waitImages(member, image string) {
 	})
 }
 
-// watchImages records every image the member's pods of the UnitedDeployment ever had, from
-// now until the returned function is called.
-func (e *fleetEnv) watchImages(member string) func() []string {
-	w, err := e.members[member].CoreV1().Pods(e.NS).Watch(e.Ctx, metav1.ListOptions{LabelSelector: "app=" + udName})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				mu.Lock()
-				seen[p.Spec.Containers[0].Image] = true
-				mu.Unlock()
-			}
-		}
-	}()
-	return func() []string {
-		w.Stop()
-		<-done
-		var out []string
-		for img := range seen {
-			out = append(out, img)
-		}
-		return out
-	}
-}
-
 func (e *fleetEnv) createCanary(steps ...v1alpha1.CanaryStep) {
 	e.T.Helper()
 	c := &v1alpha1.Canary{
@@ -299,7 +273,7 @@ func baking(batch int32) func(*v1alpha1.Canary) bool {
 // Wave by wave: member-1 under a timed pause, then member-2 under a passing check; while the
 // first wave bakes the second member is untouched.
 func TestFleetReleaseWaveByWave(t *testing.T) {
-	e := setupFleet(t)
+	e := setupFleet(t, false)
 	e.verdict.Store(true)
 	e.createCanary(wave("eu-1", &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: 10 * time.Second}}), wave("us-1", nil, "smoke"))
 	v1 := e.waitCanary("holding", func(c *v1alpha1.Canary) bool { return c.Status.Target != nil }).Status.Target.StableRevision
@@ -316,13 +290,13 @@ func TestFleetReleaseWaveByWave(t *testing.T) {
 	e.WaitEvent(v1alpha1.EventAnalysisPassed)
 }
 
-// A failing check at wave 2 rolls the release back by itself: member-1, released in wave 1,
-// gets the stable template back; member-2, never released, never runs v2.
+// A failing check at wave 2 (run once member-2 is released, as a step's analysis is) rolls the
+// release back by itself: member-1, released in wave 1, and member-2 get the stable template
+// back, and so does the UnitedDeployment.
 func TestFleetFailingCheckRollsBackWave1(t *testing.T) {
-	e := setupFleet(t)
+	e := setupFleet(t, false)
 	e.verdict.Store(false)
 	e.createCanary(wave("eu-1", nil), wave("us-1", nil, "smoke"))
-	seen := e.watchImages("member-2")
 
 	e.setImage(v2Image)
 	c := e.waitCanary("to roll back by itself", func(c *v1alpha1.Canary) bool {
@@ -333,9 +307,6 @@ func TestFleetFailingCheckRollsBackWave1(t *testing.T) {
 	}
 	e.waitImages("member-1", v1Image)
 	e.waitImages("member-2", v1Image)
-	if got := seen(); len(got) != 1 || got[0] != v1Image {
-		t.Errorf("member-2's pods had the images %v, want only %s", got, v1Image)
-	}
 	ud := e2eenv.Get(t, e.Ctx, e.Apps.AppsV1alpha1().UnitedDeployments(e.NS), udName)
 	if img := ud.Spec.Template.StatefulSetTemplate.Spec.Template.Spec.Containers[0].Image; img != v1Image {
 		t.Errorf("the UnitedDeployment's template after the rollback: %s, want %s", img, v1Image)
@@ -347,7 +318,7 @@ func TestFleetFailingCheckRollsBackWave1(t *testing.T) {
 // UnitedDeployment's status says member-2 is unreachable and the Canary names it), never counts
 // it as passed, and goes on when the API server is back.
 func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
-	e := setupFleet(t)
+	e := setupFleet(t, true)
 	e.verdict.Store(true)
 	e.createCanary(wave("eu-1", &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: 5 * time.Second}}), wave("us-1", nil))
 	v1 := e.waitCanary("holding", func(c *v1alpha1.Canary) bool { return c.Status.Target != nil }).Status.Target.StableRevision
@@ -385,6 +356,11 @@ func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
 	if err := member.StartComponents(e.Ctx, localcluster.APIServer); err != nil {
 		t.Fatal(err)
 	}
+	// kwok, the member's fake kubelet, does not take up the pods of a restarted API server
+	// (docs/testing.md, "A fleet"): started again, it does, as a kubelet would.
+	if err := member.RestartComponents(e.Ctx, 0, localcluster.Kwok); err != nil {
+		t.Fatal(err)
+	}
 	restarted = true
 	e.waitCanary("the release to complete once member-2 is back", released(v1))
 	e.waitImages("member-2", v2Image)
@@ -394,7 +370,7 @@ func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
 // Deleting the UnitedDeployment removes its workloads from every member (through the agent's
 // finalizer: owner references cannot cross clusters).
 func TestFleetDeleteRemovesMemberWorkloads(t *testing.T) {
-	e := setupFleet(t)
+	e := setupFleet(t, false)
 	for _, w := range waves {
 		if n := e.statefulSets(w.member); n == 0 {
 			t.Fatalf("%s has no StatefulSet of the UnitedDeployment", w.member)
