@@ -127,3 +127,32 @@ func TestMemberWritesFenced(t *testing.T) {
 		t.Fatalf("a fenced write made the member unreachable: %s", msg)
 	}
 }
+
+// TestHealthChangeNotifies: a member that stops answering, and answers again, is reported to
+// the OnProfile handlers each time (its UnitedDeployments' statuses say so), not on every
+// request.
+func TestHealthChangeNotifies(t *testing.T) {
+	var changes atomic.Int32
+	h := &health{changed: func() { changes.Add(1) }}
+	fail := true
+	rt := h.wrap(roundTripper(func(*http.Request) (*http.Response, error) {
+		if fail {
+			return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+		}
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}))
+	req, _ := http.NewRequest(http.MethodGet, "http://member/api", nil)
+	for range 3 {
+		_, _ = rt.RoundTrip(req)
+	}
+	if ok, msg := h.get(); ok || !strings.Contains(msg, "connection refused") || changes.Load() != 1 {
+		t.Fatalf("after failures: %v %q, %d changes", ok, msg, changes.Load())
+	}
+	fail = false
+	for range 3 {
+		_, _ = rt.RoundTrip(req)
+	}
+	if ok, _ := h.get(); !ok || changes.Load() != 2 {
+		t.Fatalf("after answers: %v, %d changes", ok, changes.Load())
+	}
+}

@@ -12,6 +12,9 @@ import (
 type health struct {
 	mu  sync.Mutex
 	bad string
+	// changed is called, outside the lock, when the member goes from answering to not or back:
+	// its UnitedDeployments' statuses say so.
+	changed func()
 }
 
 func (h *health) get() (bool, string) {
@@ -22,8 +25,12 @@ func (h *health) get() (bool, string) {
 
 func (h *health) set(bad string) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	flipped := (h.bad == "") != (bad == "")
 	h.bad = bad
+	h.mu.Unlock()
+	if flipped && h.changed != nil {
+		h.changed()
+	}
 }
 
 func (h *health) wrap(rt http.RoundTripper) http.RoundTripper {

@@ -139,8 +139,14 @@ func (m *Member) TApps() (listers.TAppLister, error) {
 	return m.tapps, nil
 }
 
-// Reachable reports whether the member answered the agent's last request, and why not.
+// Reachable reports whether the member answered the agent's last request, and why not. When it
+// did not, the member is asked again (its version, one small GET) first: a member seen failing
+// once would otherwise stay unreachable until its informers' next request, since nothing is
+// written to an unreachable member.
 func (m *Member) Reachable() (bool, string) {
+	if ok, _ := m.health.get(); !ok {
+		_, _ = m.Kube.Discovery().ServerVersion()
+	}
 	return m.health.get()
 }
 

@@ -93,7 +93,7 @@ func New(opts Options, profiles cache.SharedIndexInformer) (*Registry, error) {
 }
 
 // OnProfile registers a handler called with a ClusterProfile's namespace and name whenever it
-// changes or goes (its reachability may have changed).
+// changes or goes, and whenever its member stops or starts answering the agent's requests.
 func (r *Registry) OnProfile(h func(namespace, name string)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -197,7 +197,7 @@ func (r *Registry) build(key string, cp *cpv1alpha1.ClusterProfile, fp string) (
 		return nil, fmt.Errorf("ClusterProfile %s: %s", key, Redact(err.Error()))
 	}
 	cfg.UserAgent, cfg.QPS, cfg.Burst = r.opts.UserAgent, r.opts.QPS, r.opts.Burst
-	h := &health{}
+	h := &health{changed: func() { r.notifyProfile(cp.Namespace, cp.Name) }}
 	cfg.Wrap(h.wrap)
 	if r.opts.Fence != nil {
 		// Outermost: a write the fence refuses never reaches the member nor counts against it.
@@ -247,15 +247,23 @@ func (r *Registry) profileChanged(obj any) {
 	key := cp.Namespace + "/" + cp.Name
 	r.mu.Lock()
 	m := r.members[key]
-	hs := r.profile
 	r.mu.Unlock()
 	if m != nil {
 		if live := r.Profile(appsv1alpha1.ClusterProfileReference{Namespace: cp.Namespace, Name: cp.Name}); live == nil || fingerprint(live) != m.fingerprint {
 			r.drop(key)
 		}
 	}
+	r.notifyProfile(cp.Namespace, cp.Name)
+}
+
+// notifyProfile tells the OnProfile handlers that a member's state may have changed: its
+// profile, or whether it answers.
+func (r *Registry) notifyProfile(namespace, name string) {
+	r.mu.Lock()
+	hs := r.profile
+	r.mu.Unlock()
 	for _, h := range hs {
-		h(cp.Namespace, cp.Name)
+		h(namespace, name)
 	}
 }
 

@@ -233,3 +233,45 @@ func TestUnitedDeploymentClusterWaveHeldWhileUnreachable(t *testing.T) {
 		t.Fatalf("member a back: state %s, want wave 1 baking", cn.Status.Batches[0].State)
 	}
 }
+
+// An unreachable member never aborts a release by itself: only the progress deadline does, and
+// with progressDeadlineAbort the release rolls back then.
+func TestUnitedDeploymentClusterWaveOnlyDeadlineAborts(t *testing.T) {
+	cn := zonesCanary()
+	cn.Spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+	cn.Spec.ProgressDeadlineAbort = true
+	at := func(d time.Duration, ud *v1alpha1.UnitedDeployment) *plan {
+		r := computePlan(&observed{canary: cn, target: unitedDeploymentTarget{ud}}, metav1.NewTime(start.Add(d)))
+		cn.Status = computeStatus(r, nil)
+		return r
+	}
+	at(0, clusterZones(nil, 6, "v1", "v1"))
+	at(0, clusterZones(held(2, 2, 2), 0, "v1", "v2"))
+	if cn.Status.CurrentBatch != 1 {
+		t.Fatalf("wave 1 not started: batch %d", cn.Status.CurrentBatch)
+	}
+	r := at(59*time.Second, clusterZones(held(0, 2, 2), 2, "v1", "v2", "a"))
+	if cn.Status.Abort != nil || cn.Status.Phase != v1alpha1.CanaryProgressing {
+		t.Fatalf("before the deadline: phase %s abort %+v (%s)", cn.Status.Phase, cn.Status.Abort, r.message)
+	}
+	r = at(61*time.Second, clusterZones(held(0, 2, 2), 2, "v1", "v2", "a"))
+	if a := cn.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
+		t.Fatalf("after the deadline: phase %s abort %+v (%s), want an abort for the deadline", cn.Status.Phase, a, r.message)
+	}
+	// The abort writes the stable template back to the UnitedDeployment, whose controller
+	// takes it to every member already released (a member unreachable then, when it returns:
+	// uniteddeployment's TestMemberPutBackWhenItReturns).
+	restored := false
+	for range 2 {
+		for _, w := range inPlace(r).writes {
+			restored = restored || w.kind == restoreTemplate
+		}
+		if restored {
+			break
+		}
+		r = at(62*time.Second, clusterZones(held(0, 2, 2), 2, "v1", "v2", "a"))
+	}
+	if !restored {
+		t.Fatalf("no template restored after the abort (%s)", r.message)
+	}
+}

@@ -157,7 +157,7 @@ func TestFinalizerFirst(t *testing.T) {
 	mf.sync("web")
 	mf.wantActions("patch uniteddeployments ")
 	patch := string(mf.writes()[0].(core.PatchAction).GetPatch())
-	if !strings.Contains(patch, `"op":"test","path":"/metadata/resourceVersion"`) || !strings.Contains(patch, appsv1alpha1.FinalizerMemberWorkloads) {
+	if patch != `{"metadata":{"finalizers":["`+appsv1alpha1.FinalizerMemberWorkloads+`"],"resourceVersion":"1"}}` {
 		t.Fatalf("finalizer patch %s", patch)
 	}
 	if calls := mf.member.calls(); len(calls) != 0 {
@@ -307,8 +307,8 @@ func TestDeletionRemovesMemberWorkloads(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	deleted.DeletionTimestamp = &now
 	mf.put(deleted)
-	if err := mf.trySync("web"); err == nil || !strings.Contains(err.Error(), "waiting for the deletions to show") {
-		t.Fatalf("first finalizing sync: %v", err)
+	if err := mf.trySync("web"); err != nil {
+		t.Fatalf("first finalizing sync: %v (waiting for the member's deletions is no error)", err)
 	}
 	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "delete statefulsets web-eu-") {
 		t.Fatalf("member calls %v, want the eu StatefulSet deleted", calls)
@@ -319,7 +319,7 @@ func TestDeletionRemovesMemberWorkloads(t *testing.T) {
 	waitUntil(t, func() bool { l, _ := m.StatefulSets.List(labels.Everything()); return len(l) == 0 })
 	mf.sync("web")
 	mf.wantActions("patch uniteddeployments ")
-	if patch := string(mf.writes()[0].(core.PatchAction).GetPatch()); !strings.Contains(patch, `"value":[]`) {
+	if patch := string(mf.writes()[0].(core.PatchAction).GetPatch()); !strings.Contains(patch, `"finalizers":[]`) {
 		t.Fatalf("finalizer removal patch %s", patch)
 	}
 }
@@ -402,4 +402,65 @@ func setProfileHealth(t *testing.T, mf *memberFixture, s metav1.ConditionStatus)
 		ok, _ := fleet.ControlPlaneHealthy(mf.reg.Profile(ref))
 		return ok == (s == metav1.ConditionTrue)
 	})
+}
+
+// TestSubsetMovedToMember: a hub subset given a clusterProfileRef gets its workload in the
+// member first; the hub's keeps serving until the member's has every replica ready on the
+// updated revision, and is deleted then.
+func TestSubsetMovedToMember(t *testing.T) {
+	ud := memberUD()
+	ud.Spec.Topology.Subsets[1].ClusterProfileRef = nil
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), ud)
+	rev := revisionName(t, ud)
+	mf.sync("web")
+	mf.wantActions("create controllerrevisions "+rev, "create statefulsets web-zone-a-", "create statefulsets web-eu-", "update uniteddeployments/status web")
+	mf.observe()
+	m, err := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, m.HasSynced)
+
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) {
+		ud.Spec.Topology.Subsets[1].ClusterProfileRef = &appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"}
+	})
+	mf.sync("web")
+	mf.wantActions("patch uniteddeployments ")
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) {
+		ud.Finalizers = []string{appsv1alpha1.FinalizerMemberWorkloads}
+	})
+	mf.sync("web")
+	if calls := mf.member.calls(); strings.Join(calls, ",") != "create statefulsets web-eu-" {
+		t.Fatalf("member calls %v, want the eu StatefulSet created there", calls)
+	}
+	for _, a := range mf.actions() {
+		if strings.HasPrefix(a, "delete ") {
+			t.Fatalf("hub workload deleted before the member's is ready: %v", mf.actions())
+		}
+	}
+	mf.observe()
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	set, err := mf.member.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "web-eu-x1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Status = appsv1.StatefulSetStatus{Replicas: 4, ReadyReplicas: 4, UpdatedReplicas: 4}
+	if _, err := mf.member.kube.AppsV1().StatefulSets(ns).UpdateStatus(context.Background(), set, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mf.member.calls()
+	waitUntil(t, func() bool {
+		s, err := m.StatefulSets.StatefulSets(ns).Get("web-eu-x1")
+		return err == nil && s.Status.ReadyReplicas == 4
+	})
+	mf.sync("web")
+	var deleted []string
+	for _, a := range mf.actions() {
+		if strings.HasPrefix(a, "delete statefulsets ") {
+			deleted = append(deleted, a)
+		}
+	}
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "delete statefulsets web-eu-") {
+		t.Fatalf("hub actions %v, want the hub's eu StatefulSet deleted", mf.actions())
+	}
 }
