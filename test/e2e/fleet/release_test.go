@@ -356,9 +356,9 @@ func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
 	if err := member.StartComponents(e.Ctx, localcluster.APIServer); err != nil {
 		t.Fatal(err)
 	}
-	// kwok, the member's fake kubelet, does not take up the pods of a restarted API server
-	// (docs/testing.md, "A fleet"): started again, it does, as a kubelet would.
-	if err := member.RestartComponents(e.Ctx, 0, localcluster.Kwok); err != nil {
+	// The member's scheduler and kwok (its fake kubelet) do not take up new pods once its API
+	// server has been restarted (docs/testing.md, "A fleet"); started again, they do.
+	if err := member.RestartComponents(e.Ctx, 0, localcluster.Scheduler, localcluster.Kwok); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
