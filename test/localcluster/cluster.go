@@ -96,6 +96,16 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf reports progress; nil means standard error.
 	Logf func(format string, args ...any)
+	// EtcdServers is an etcd already running (another cluster's, see Cluster.EtcdURL) that the
+	// API server stores its objects in instead of starting an etcd of its own; empty starts one.
+	// Several API servers share one etcd with a different EtcdPrefix each: a process and a
+	// database fewer per control plane (see StartFleet).
+	EtcdServers string
+	// EtcdPrefix is the API server's --etcd-prefix; empty keeps its default (/registry).
+	EtcdPrefix string
+	// NoNodes starts neither kube-scheduler nor kwok and registers no node: a control plane
+	// where no pod runs, such as a fleet's hub. Nodes and PodsPerNode are then ignored.
+	NoNodes bool
 }
 
 // Cluster is a running control plane.
@@ -138,7 +148,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
-	if opts.Nodes == nil {
+	if opts.NoNodes {
+		opts.Nodes = []Node{}
+	} else if opts.Nodes == nil {
 		opts.Nodes = DefaultNodes()
 	}
 	if opts.PodsPerNode == 0 {
@@ -220,30 +232,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	c.etcdURL = etcdURL
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
-	if err := c.run(Etcd, []string{
-		"--name=local",
-		"--data-dir=" + c.path("etcd"),
-		"--listen-client-urls=" + etcdURL,
-		"--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=" + peerURL,
-		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=local=" + peerURL,
-		// The data is thrown away with the cluster; durability only costs time.
-		"--unsafe-no-fsync=true",
-		"--log-level=warn",
-	}, nil); err != nil {
+	if err := c.startEtcd(ctx, etcdPort, etcdPeerPort); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, "etcd health", func(ctx context.Context) (bool, error) {
-		body, code, err := httpGet(ctx, http.DefaultClient, etcdURL+"/health", "")
-		return err == nil && code == http.StatusOK && strings.Contains(body, `"true"`), nil
-	}); err != nil {
-		return err
-	}
-
 	var autoscalingAPIServer, autoscalingKCM []string
 	if c.opts.Autoscaling {
 		if autoscalingAPIServer, autoscalingKCM, err = c.autoscalingFlags(); err != nil {
@@ -253,29 +244,32 @@ func (c *Cluster) start(ctx context.Context) error {
 	certDir := c.path("certs", "apiserver")
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	c.Token = admin.token
-	if err := c.run(APIServer, append([]string{
-		"--etcd-servers=" + etcdURL,
+	etcdFlags := []string{"--etcd-servers=" + c.etcdURL}
+	if c.opts.EtcdPrefix != "" {
+		etcdFlags = append(etcdFlags, "--etcd-prefix="+c.opts.EtcdPrefix)
+	}
+	if err := c.run(APIServer, append(append(etcdFlags,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		// The endpoint reconcilers refuse a loopback address for the
 		// kubernetes service; nothing in a kwok cluster dials it anyway.
 		"--endpoint-reconciler-type=none",
-		"--secure-port=" + strconv.Itoa(apiPort),
+		"--secure-port="+strconv.Itoa(apiPort),
 		// No --tls-cert-file: the API server writes a self-signed CA and
 		// serving certificate for 127.0.0.1 and localhost here.
-		"--cert-dir=" + certDir,
-		"--token-auth-file=" + c.path("tokens.csv"),
+		"--cert-dir="+certDir,
+		"--token-auth-file="+c.path("tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + c.path("certs", "sa.pub"),
-		"--service-account-signing-key-file=" + c.path("certs", "sa.key"),
+		"--service-account-key-file="+c.path("certs", "sa.pub"),
+		"--service-account-signing-key-file="+c.path("certs", "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--allow-privileged=true",
 		// This plugin taints new nodes not-ready until the node-lifecycle
 		// controller, which is not run (see DefaultControllers), lifts it.
 		"--disable-admission-plugins=TaintNodesByCondition",
 		"--profiling=false",
-	}, autoscalingAPIServer...), nil); err != nil {
+	), autoscalingAPIServer...), nil); err != nil {
 		return err
 	}
 	caFile := filepath.Join(certDir, "apiserver.crt")
@@ -334,46 +328,18 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
-	schedFile := c.path("kube-scheduler.yaml")
-	if err := os.WriteFile(schedFile, []byte(schedulerConfig(schedConfig, c.opts.SchedulerQPS, c.opts.SchedulerBurst)), 0o644); err != nil {
-		return err
-	}
-	if err := c.run(Scheduler, []string{
-		"--config=" + schedFile,
-		"--authentication-kubeconfig=" + schedConfig,
-		"--authorization-kubeconfig=" + schedConfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(schedPort),
-		"--profiling=false",
-	}, nil); err != nil {
-		return err
-	}
-
-	if err := os.WriteFile(c.path("kwok", "kwok.yaml"), kwokConfigYAML(), 0o644); err != nil {
-		return err
-	}
-	if err := c.run(Kwok, []string{
-		"--kubeconfig=" + kwokConfig,
-		"--config=" + c.path("kwok", "kwok.yaml"),
-	}, []string{
-		// kwok also reads $HOME/.kwok/kwok.yaml; a developer's own must not
-		// change this cluster.
-		"HOME=" + c.path("kwok"),
-	}); err != nil {
-		return err
-	}
-	// The kubelet's final delete of terminating pods, which kwok's stages leave out (see
-	// podFinisher); under kwok's identity, as kwok's own deletes were.
-	kwokClient := c.RESTConfig()
-	kwokClient.BearerToken = ids["kwok"].token
-	if c.finisher, err = startPodFinisher(ctx, kwokClient, c.logDir); err != nil {
-		return err
+	healthPorts := map[string]int{ControllerManager: kcmPort}
+	if !c.opts.NoNodes {
+		if err := c.startNodeComponents(ctx, schedPort, schedConfig, kwokConfig, ids["kwok"]); err != nil {
+			return err
+		}
+		healthPorts[Scheduler] = schedPort
 	}
 
 	// Their serving certificates are self-signed in memory and the probe
 	// stays on loopback, so verifying them would prove nothing.
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	for name, port := range map[string]int{ControllerManager: kcmPort, Scheduler: schedPort} {
+	for name, port := range healthPorts {
 		url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
 		if err := c.waitFor(ctx, name+" /healthz", func(ctx context.Context) (bool, error) {
 			_, code, err := httpGet(ctx, insecure, url, "")
@@ -423,6 +389,45 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startNodeComponents starts what makes pods run: kube-scheduler, kwok and the pod finisher.
+func (c *Cluster) startNodeComponents(ctx context.Context, schedPort int, schedConfig, kwokConfig string, kwok identity) error {
+	schedFile := c.path("kube-scheduler.yaml")
+	if err := os.WriteFile(schedFile, []byte(schedulerConfig(schedConfig, c.opts.SchedulerQPS, c.opts.SchedulerBurst)), 0o644); err != nil {
+		return err
+	}
+	if err := c.run(Scheduler, []string{
+		"--config=" + schedFile,
+		"--authentication-kubeconfig=" + schedConfig,
+		"--authorization-kubeconfig=" + schedConfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(schedPort),
+		"--profiling=false",
+	}, nil); err != nil {
+		return err
+	}
+
+	if err := os.WriteFile(c.path("kwok", "kwok.yaml"), kwokConfigYAML(), 0o644); err != nil {
+		return err
+	}
+	if err := c.run(Kwok, []string{
+		"--kubeconfig=" + kwokConfig,
+		"--config=" + c.path("kwok", "kwok.yaml"),
+	}, []string{
+		// kwok also reads $HOME/.kwok/kwok.yaml; a developer's own must not
+		// change this cluster.
+		"HOME=" + c.path("kwok"),
+	}); err != nil {
+		return err
+	}
+	// The kubelet's final delete of terminating pods, which kwok's stages leave out (see
+	// podFinisher); under kwok's identity, as kwok's own deletes were.
+	kwokClient := c.RESTConfig()
+	kwokClient.BearerToken = kwok.token
+	var err error
+	c.finisher, err = startPodFinisher(ctx, kwokClient, c.logDir)
+	return err
 }
 
 func (c *Cluster) path(elem ...string) string {

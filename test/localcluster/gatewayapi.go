@@ -17,24 +17,34 @@ const GatewayAPIModule = "sigs.k8s.io/gateway-api"
 // cache, downloading the module if needed. The YAML is read from the module rather than copied
 // into the repository so that a version bump cannot leave a stale copy behind.
 func GatewayAPICRDDir(ctx context.Context) (string, error) {
-	root, err := RepoRoot()
+	dir, err := pinnedModuleDir(ctx, GatewayAPIModule)
 	if err != nil {
 		return "", fmt.Errorf("gateway API CRDs: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", GatewayAPIModule)
+	return filepath.Join(dir, "config", "crd", "standard"), nil
+}
+
+// pinnedModuleDir returns the module cache directory of module at the version the repository's
+// go.mod pins, downloading it if needed.
+func pinnedModuleDir(ctx context.Context, module string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
 	cmd.Dir = root
 	if _, err := cmd.Output(); err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", GatewayAPIModule, exitDetail(err))
+		return "", fmt.Errorf("go mod download %s: %w", module, exitDetail(err))
 	}
-	cmd = exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", GatewayAPIModule)
+	cmd = exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go list -m %s: %w", GatewayAPIModule, exitDetail(err))
+		return "", fmt.Errorf("go list -m %s: %w", module, exitDetail(err))
 	}
 	dir := strings.TrimSpace(string(out))
 	if dir == "" {
-		return "", fmt.Errorf("go list -m %s: module not in the build list", GatewayAPIModule)
+		return "", fmt.Errorf("go list -m %s: module not in the build list", module)
 	}
-	return filepath.Join(dir, "config", "crd", "standard"), nil
+	return dir, nil
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -86,10 +85,7 @@ func (c *Cluster) waitHealthy(ctx context.Context, p *process) error {
 	var check func(context.Context) (bool, error)
 	switch p.name {
 	case Etcd:
-		check = func(ctx context.Context) (bool, error) {
-			body, code, err := httpGet(ctx, http.DefaultClient, c.etcdURL+"/health", "")
-			return err == nil && code == http.StatusOK && strings.Contains(body, `"true"`), nil
-		}
+		check = c.etcdHealthy
 	case APIServer:
 		ca, err := os.ReadFile(c.apiCA)
 		if err != nil {

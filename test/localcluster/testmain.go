@@ -48,7 +48,48 @@ func RunAuditedTestMain(m *testing.M, opts Options, auditLog *string, policy str
 	RunTestMain(m, opts)
 }
 
+// RunFleetTestMain is RunTestMain for a hub and its members (StartFleet): tests get them with
+// SharedFleet, and Shared returns the hub, so that what works on one cluster (test/e2e/e2eenv's
+// Setup and StartAgent) works on the hub.
+func RunFleetTestMain(m *testing.M, opts FleetOptions) {
+	os.Exit(runMain(m, func(ctx context.Context) (stopper, error) {
+		f, err := StartFleet(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		sharedFleet, shared = f, f.Hub
+		return f, nil
+	}))
+}
+
+var sharedFleet *Fleet
+
+// SharedFleet returns the fleet RunFleetTestMain started, as Shared does for one cluster.
+func SharedFleet(t testing.TB) *Fleet {
+	t.Helper()
+	if sharedFleet == nil {
+		if testing.Short() {
+			t.Skip("needs the local fleet, which -short does not start")
+		}
+		t.Fatal("no local fleet: the package's TestMain must call localcluster.RunFleetTestMain")
+	}
+	return sharedFleet
+}
+
+// stopper is what runMain stops once the tests are done: a Cluster or a Fleet.
+type stopper interface {
+	Stop(keepLogs bool) (string, error)
+}
+
 func runTestMain(m *testing.M, opts Options) int {
+	return runMain(m, func(ctx context.Context) (stopper, error) {
+		c, err := Start(ctx, opts)
+		shared = c
+		return c, err
+	})
+}
+
+func runMain(m *testing.M, start func(context.Context) (stopper, error)) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
@@ -68,12 +109,11 @@ func runTestMain(m *testing.M, opts Options) int {
 		}
 	}()
 
-	c, err := Start(ctx, opts)
+	c, err := start(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
 		return 1
 	}
-	shared = c
 
 	// Tests do not watch for signals; stop the cluster here and exit, or the
 	// components would outlive the interrupted test binary's cleanup.
