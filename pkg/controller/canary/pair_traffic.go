@@ -132,6 +132,8 @@ func (r *pairPlan) desiredTraffic() (int32, []v1alpha1.CanaryHeaderMatch) {
 	cn, st := r.canary, &r.status
 	avail := r.canaryAvailable()
 	switch {
+	case cn.Spec.BlueGreen != nil:
+		return r.blueGreenWeight(), nil // release_bluegreen.go
 	case r.rollsBack() && r.obs.stable != nil && r.obs.stable.Status.AvailableReplicas == 0:
 		// Aborted after completion: no stable pod serves yet. Routing to it would be an outage;
 		// the canary keeps its weight until the first stable pod is available.

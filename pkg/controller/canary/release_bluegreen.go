@@ -28,6 +28,14 @@ import (
 // analysis, the last step's the scale-down delay. route keeps the active side whole: no pod of
 // the side the active Service selects (after this sync's writes) goes, and no canary pod comes
 // before the active Service is pinned to the stable pods.
+//
+// With spec.trafficRouting the switch is the HTTPRoute's weights instead (docs/canary.md,
+// "Blue-green through an HTTPRoute"): the route's stable and canary Services are the active and
+// preview Services (the schema requires it), each selecting its side by the user's own labels;
+// the agent writes no selector and adds no label to the stable pods, and the pair's traffic
+// planner (pair_traffic.go) moves the canary weight from 0 to 100 at the switch step and back
+// to 0 on a rollback, with its holds: no canary pod goes while the route gives it weight, no
+// stable pod while the route gives it weight.
 
 // blueGreenRelease is the release mode of a blue-green Deployment pair: the pair's names,
 // watches and (no) hold, with its own observation and planner.
@@ -123,7 +131,7 @@ func (r *blueGreenPlan) begin() course {
 // beforeFirstStep labels the stable pod template, when it is not yet, before the snapshot is
 // taken: a rollback restores the snapshot, whose pods the active Service must keep selecting.
 func (r *blueGreenPlan) beforeFirstStep() {
-	if r.stable.Spec.Template.Labels[v1alpha1.LabelBlueGreen] != r.names.stable {
+	if !r.byRoute() && r.stable.Spec.Template.Labels[v1alpha1.LabelBlueGreen] != r.names.stable {
 		d := r.stable.DeepCopy()
 		d.Spec.Template = *withSideLabel(&d.Spec.Template, r.names.stable)
 		r.labelStable = fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}`, v1alpha1.LabelBlueGreen, r.names.stable)
@@ -150,7 +158,7 @@ func (r *blueGreenPlan) move(target int32, hold bool) {
 	if cur := replicasOf(r.stable); cur != want && (!hold || want > cur) {
 		r.scaleStable(want)
 	}
-	if hold || !r.stableLabeled() {
+	if hold || (!r.byRoute() && !r.stableLabeled()) {
 		return
 	}
 	d := r.canaryDep
@@ -163,16 +171,60 @@ func (r *blueGreenPlan) move(target int32, hold bool) {
 	}
 }
 
-// switched reports whether the release is past its switch: the active Service selects the
-// canary pods.
-func (r *blueGreenPlan) switched() bool {
+// switched reports whether a blue-green release is past its switch: the active Service (or the
+// route) sends every request to the canary pods.
+func (r *decision) switched() bool {
 	return !r.rollsBack() && !r.aborted() && r.status.CurrentBatch >= v1alpha1.BlueGreenSwitchStep(&r.canary.Spec)
+}
+
+// byRoute reports whether the release switches by the HTTPRoute's weights rather than by the
+// Services' selectors.
+func (r *decision) byRoute() bool { return r.canary.Spec.TrafficRouting != nil }
+
+// blueGreenWeight is the canary weight of a blue-green release switching by the route: none
+// before the switch, all of it from the switch on, none again on a rollback once every stable
+// pod is available (until then the new pods keep what they have).
+func (r *pairPlan) blueGreenWeight() int32 {
+	switch {
+	case r.rollsBack() && !r.stableReady(r.canary.Spec.Replicas):
+		return r.traffic.current.CanaryWeight
+	case r.rollsBack():
+		return 0
+	case r.switched() || r.phase == v1alpha1.CanaryCompleted:
+		return 100
+	}
+	return 0
+}
+
+// routeSide is the side the route sends every request to after this sync's writes, "" while it
+// splits them (or cannot be used).
+func (r *blueGreenPlan) routeSide() string {
+	t := r.traffic
+	if t == nil || t.reason != "" {
+		return ""
+	}
+	w := t.current.CanaryWeight
+	if t.patch != nil {
+		w = t.weight
+	}
+	switch w {
+	case 0:
+		return r.names.stable
+	case 100:
+		return r.names.canary
+	}
+	return ""
 }
 
 // route decides the Services' selectors, then holds back the Deployment writes that would take
 // pods from the side the active Service selects, or bring canary pods up before it is pinned to
 // the stable ones. The Services are written before any Deployment (execute).
 func (r *blueGreenPlan) route() {
+	if r.byRoute() {
+		r.pairPlan.route()
+		r.active = r.routeSide()
+		return
+	}
 	if r.degraded || r.obs.activeSvc == nil || r.obs.previewSvc == nil {
 		return
 	}
@@ -240,10 +292,10 @@ func (r *blueGreenPlan) rollback() {
 func (r *blueGreenPlan) fillStatus(st *v1alpha1.CanaryStatus) {
 	r.pairPlan.fillStatus(st)
 	bs := &v1alpha1.CanaryBlueGreenStatus{Active: r.active, Preview: r.names.canary}
-	if r.active == "" && r.obs.activeSvc != nil {
+	if r.active == "" && r.obs.activeSvc != nil && !r.byRoute() {
 		bs.Active = r.obs.activeSvc.Spec.Selector[v1alpha1.LabelBlueGreen]
 	}
-	if p := r.obs.previewSvc; len(r.serviceWrites) == 0 && p != nil {
+	if p := r.obs.previewSvc; len(r.serviceWrites) == 0 && p != nil && !r.byRoute() {
 		bs.Preview = p.Spec.Selector[v1alpha1.LabelBlueGreen]
 	}
 	if n := int32(len(st.Batches)); n > 0 && st.CurrentBatch == n && !r.rollsBack() {
