@@ -204,7 +204,7 @@ func (r *pairPlan) holdWrites(hold func(deploymentWrite) bool) {
 }
 
 // boundStable keeps the stable Deployment at what its weight (100 − the route's canary weight)
-// needs: ceil(replicas × weight / 100). With spec.dynamicStableScale it shrinks to exactly that
+// needs: ceil(replicas × weight / 100), or all of spec.replicas for a blue-green release. With spec.dynamicStableScale it shrinks to exactly that
 // as the weight falls; otherwise it only never goes below it.
 func (r *pairPlan) boundStable(canaryWeight int32) {
 	if r.stable == nil || r.rollsBack() {
@@ -212,6 +212,9 @@ func (r *pairPlan) boundStable(canaryWeight int32) {
 	}
 	replicas := r.canary.Spec.Replicas
 	floor := (replicas*(100-canaryWeight) + 99) / 100
+	if r.canary.Spec.BlueGreen != nil && canaryWeight < 100 {
+		floor = replicas // the old side stays whole while the route sends it anything
+	}
 	planned := replicasOf(r.stable)
 	target := max(planned, floor)
 	if r.canary.Spec.DynamicStableScale && r.status.CurrentBatch > 0 {

@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -155,4 +156,45 @@ func TestBlueGreenRoutePostPromotionFailureSwitchesBack(t *testing.T) {
 		t.Fatalf("abort %+v", a)
 	}
 	f.wantRoute(0, false)
+}
+
+// With previewReplicas the new version grows to every replica once promoted, and only then does
+// the route switch.
+func TestBlueGreenRoutePreviewReplicasGrowBeforeTheSwitch(t *testing.T) {
+	f := blueGreenRouteFixture(t, func(s *v1alpha1.CanarySpec) { s.BlueGreen.PreviewReplicas = ptr.To[int32](1) })
+	f.tstep(addFinalizer, writeSnapshot, createCanaryDep, writeStatus)
+	f.available("checkout-canary", 1)
+	f.tstep(writeStatus)
+	f.status(v1alpha1.CanaryPaused, 1, Ps, P, P, P)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
+	f.tstep(patchCanary+replicas(4), writeStatus)
+	f.available("checkout-canary", 3)
+	f.tstep(writeStatus) // 3 of 4 available: no switch yet
+	f.wantRoute(0, false)
+	f.available("checkout-canary", 4)
+	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, Bk)
+}
+
+// A route someone split by hand after the switch is set back to everything on the new version,
+// and the old pods stay whole until the route, as read back, gives them nothing: status.blueGreen
+// names no active side while the route splits.
+func TestBlueGreenRouteSplitByHandKeepsTheOldPods(t *testing.T) {
+	f := blueGreenRouteFixture(t, nil)
+	routePreviewUp(f)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
+	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	split := trafficRoute(50, 50)
+	split.ResourceVersion = "100"
+	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), split, ns); err != nil {
+		t.Fatal(err)
+	}
+	f.refreshRoute()
+	f.clock.Step(31 * time.Second) // the scale-down delay is over
+	f.refresh()
+	if actions, err := f.trySync(); err != nil || !slices.Equal(actions, []string{routePatch(weightOps(0, 100)), writeStatus}) {
+		t.Fatalf("actions %q, error %v; want the route patch and the status only: no stable pod goes while the route gives it weight", actions, err)
+	}
+	f.tstep(patchStable+replicas(0), writeStatus)
+	f.wantRoute(100, false)
 }
