@@ -30,14 +30,27 @@ func blueGreenStepName(c *v1alpha1.Canary, k int32) string {
 	return ""
 }
 
-// blueGreenSide says whose pods a Service selects: the stable or new Deployment's.
+// blueGreenDeployments are the names of the old and new side's Deployments: the pair's, or a
+// Deployment target and its temporary canary Deployment.
+func blueGreenDeployments(c *v1alpha1.Canary) (old, new string) {
+	if t := c.Spec.TargetRef; t != nil {
+		return t.Name, v1alpha1.TemporaryCanaryName(c.Name)
+	}
+	return c.Spec.StableRef.Name, c.Spec.Canary.Name
+}
+
+// blueGreenSide says whose pods a Service (or the route) sends to: the stable or new
+// Deployment's. A Deployment target's own pods are on the new template once handed over.
 func blueGreenSide(c *v1alpha1.Canary, deployment string) string {
-	switch deployment {
-	case "":
+	old, new := blueGreenDeployments(c)
+	switch {
+	case deployment == "":
 		return "not switched yet"
-	case c.Spec.StableRef.Name:
+	case deployment == old && c.Spec.TargetRef != nil:
+		return "deploy/" + deployment
+	case deployment == old:
 		return "stable deploy/" + deployment
-	case c.Spec.Canary.Name:
+	case deployment == new:
 		return "new deploy/" + deployment
 	}
 	return "deploy/" + deployment
@@ -58,12 +71,19 @@ func blueGreenLines(c *v1alpha1.Canary) []string {
 		fmt.Sprintf("active: Service %s selects the %s pods", bg.ActiveService, blueGreenSide(c, st.Active)),
 		fmt.Sprintf("preview: Service %s selects the %s pods", bg.PreviewService, blueGreenSide(c, st.Preview)),
 	}
+	if tr := c.Spec.TrafficRouting; tr != nil { // the switch is the route's weights
+		lines[0] = fmt.Sprintf("active: HTTPRoute %s sends every request to the %s pods", tr.GatewayAPI.HTTPRoute, blueGreenSide(c, st.Active))
+		if st.Active == "" {
+			lines[0] = fmt.Sprintf("active: HTTPRoute %s splits the requests (see the weights)", tr.GatewayAPI.HTTPRoute)
+		}
+	}
+	old, _ := blueGreenDeployments(c)
 	if t := st.ScaleDownTime; t != nil {
 		if left := t.Sub(Now()).Round(time.Second); left > 0 {
 			lines = append(lines, fmt.Sprintf("scale-down: deploy/%s in %s (at %s; abort switches back until then)",
-				c.Spec.StableRef.Name, left, t.UTC().Format(time.RFC3339)))
+				old, left, t.UTC().Format(time.RFC3339)))
 		} else {
-			lines = append(lines, fmt.Sprintf("scale-down: deploy/%s now", c.Spec.StableRef.Name))
+			lines = append(lines, fmt.Sprintf("scale-down: deploy/%s now", old))
 		}
 	}
 	return lines
