@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,10 +27,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	workloadscheme "github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned/scheme"
@@ -61,7 +61,7 @@ func init() {
 // Clients are the API clients the agent uses.
 type Clients struct {
 	// Kube is for native objects (and events).
-	Kube kubernetes.Interface
+	Kube kubeclient.Interface
 	// Client is for the agent's own API group.
 	Client versioned.Interface
 	// Status is for the status writes of the agent's own kinds: the same API group as Client,
@@ -69,11 +69,11 @@ type Clients struct {
 	// status is never queued behind the pod writes of a scale-out. Nil means Client.
 	Status versioned.Interface
 	// Gateway is for gateway.networking.k8s.io (a Canary's HTTPRoute); nil: no traffic routing.
-	Gateway gatewayclient.Interface
+	Gateway gatewayclient.GatewayV1Interface
 	// LeaderElection is for the Lease; nil means Kube. It has its own rate limiter and a short
 	// timeout so that renewals neither queue behind controller traffic nor hang. It is not
 	// fenced: it is what keeps the fence open.
-	LeaderElection kubernetes.Interface
+	LeaderElection kubeclient.Interface
 	// Fence guards every write of Kube and Client (their transports refuse writes while it is
 	// closed); it opens while this agent holds the leader Lease. Nil: a fence the agent makes
 	// itself, which only stops the controllers (clients built elsewhere, as in tests).
@@ -130,7 +130,7 @@ func NewClients(opts *Options) (*Clients, error) {
 	kubeCfg := rest.CopyConfig(shared)
 	kubeCfg.ContentType = runtime.ContentTypeProtobuf
 	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kube, err := kubernetes.NewForConfig(kubeCfg)
+	kube, err := kubeclient.New(kubeCfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -151,7 +151,7 @@ func NewClients(opts *Options) (*Clients, error) {
 	if opts.RenewDeadline > 0 {
 		leCfg.Timeout = opts.RenewDeadline / 2
 	}
-	le, err := kubernetes.NewForConfig(leCfg)
+	le, err := kubeclient.New(leCfg)
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
@@ -509,7 +509,7 @@ func (a *Agent) lead(ctx context.Context, recorder func(string) record.EventReco
 
 	factories := NewFactories(a.clients.Kube, a.clients.Client, a.opts.Namespace, a.opts.ResyncPeriod)
 	if a.clients.Gateway != nil && servesHTTPRoutes(a.clients.Kube) {
-		factories.EnableGateway(a.clients.Gateway, a.opts.Namespace, a.opts.ResyncPeriod)
+		factories.EnableGateway(a.clients.Kube, a.opts.Namespace, a.opts.ResyncPeriod)
 	}
 	controllers, err := a.initControllers(ctx, factories, recorder)
 	if err != nil {

@@ -63,7 +63,7 @@ func newTestController(name string) *testController {
 func (c *testController) init(cc *Context) (Controller, error) {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: c.name})
-	pods := cc.ManagedInformers.Core().V1().Pods()
+	pods := cc.ManagedInformers.Pods()
 	c.pods = pods.Lister()
 	c.synced = pods.Informer().HasSynced
 	c.tappsSync = cc.Informers.Apps().V1alpha1().TApps().Informer().HasSynced

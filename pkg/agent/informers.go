@@ -7,15 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/informers/core"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/informers/internalinterfaces"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -106,31 +101,32 @@ func trimContainers(cs []corev1.Container) {
 type Factories struct {
 	// Managed is for native objects the agent created (they carry the managed-by label), scoped
 	// to the namespace.
-	Managed informers.SharedInformerFactory
+	Managed *kubeinformers.Factory
 	// Workloads is for the agent's own API group, scoped to the namespace.
 	Workloads externalversions.SharedInformerFactory
 	// Gateway is for the Gateway API's HTTPRoutes (a Canary's route), scoped to the namespace;
 	// nil unless EnableGateway was called. Not filtered by labels: routes are the user's, and
 	// few (docs/traffic.md, "What the agent caches").
-	Gateway gatewayinformers.SharedInformerFactory
+	Gateway *kubeinformers.Factory
 	// Referenced is for the few native objects of the user's that a controller reads though
 	// no label of ours marks them: HorizontalPodAutoscalers (a Canary refuses one that scales
 	// the Deployments it moves; docs/canary.md, "Autoscaling"). Unfiltered, scoped to the
-	// namespace; a factory starts only the informers requested from it, so the kinds nobody
+	// namespace; a factory builds and starts only the informers requested from it, so the kinds nobody
 	// asks for cost nothing.
-	Referenced informers.SharedInformerFactory
+	Referenced *kubeinformers.Factory
 }
 
 // EnableGateway adds the Gateway API factory, with the StripManagedFields transform.
-func (f *Factories) EnableGateway(client gatewayclient.Interface, namespace string, resync time.Duration) {
-	f.Gateway = gatewayinformers.NewSharedInformerFactoryWithOptions(client, resync,
-		gatewayinformers.WithNamespace(namespace),
-		gatewayinformers.WithTransform(StripManagedFields))
+// Its informers list through the Gateway API client handed to HTTPRoutes.
+func (f *Factories) EnableGateway(kube kubeclient.Interface, namespace string, resync time.Duration) {
+	f.Gateway = kubeinformers.New(kube, resync,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTransform(StripManagedFields))
 }
 
 // servesHTTPRoutes reports whether the API server serves gateway.networking.k8s.io/v1
 // httproutes. Asked once when the agent starts leading: CRDs installed later need a restart.
-func servesHTTPRoutes(kube kubernetes.Interface) bool {
+func servesHTTPRoutes(kube kubeclient.Interface) bool {
 	list, err := kube.Discovery().ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1")
 	if err != nil {
 		return false
@@ -147,53 +143,26 @@ func servesHTTPRoutes(kube kubernetes.Interface) bool {
 // kinds, all with the StripManagedFields transform;
 // the managed one also trims pods (TrimPods).
 // namespace empty means all namespaces.
-func NewFactories(kube kubernetes.Interface, client versioned.Interface, namespace string, resync time.Duration) *Factories {
+func NewFactories(kube kubeclient.Interface, client versioned.Interface, namespace string, resync time.Duration) *Factories {
 	return &Factories{
 		Managed: newManagedFactory(kube, namespace, resync),
 		Workloads: externalversions.NewSharedInformerFactoryWithOptions(client, resync,
 			externalversions.WithNamespace(namespace),
 			externalversions.WithTransform(StripManagedFields)),
-		Referenced: informers.NewSharedInformerFactoryWithOptions(kube, resync,
-			informers.WithNamespace(namespace),
-			informers.WithTransform(StripManagedFields)),
+		Referenced: kubeinformers.New(kube, resync,
+			kubeinformers.WithNamespace(namespace),
+			kubeinformers.WithTransform(StripManagedFields)),
 	}
 }
 
-// managedFactory is the managed-by factory: the managed-by selector for every kind but pods,
-// which select ManagedPodSelector. The generated factory takes one list option tweak for all
-// kinds, so pods are told apart where their informer is built: Core() hands the pod informer
-// this factory, whose InformerFor builds it with the pod selector (the first caller's function
-// builds a kind's shared informer; every caller gets this one).
-type managedFactory struct {
-	informers.SharedInformerFactory
-	namespace string
-}
-
-func newManagedFactory(kube kubernetes.Interface, namespace string, resync time.Duration) *managedFactory {
-	return &managedFactory{
-		SharedInformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, resync,
-			informers.WithNamespace(namespace),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
-			informers.WithTransform(TrimPods)),
-		namespace: namespace,
-	}
-}
-
-// Core is the core group's informers, built through f so that InformerFor sees the pods'.
-func (f *managedFactory) Core() core.Interface {
-	return core.New(f, f.namespace, func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector })
-}
-
-// InformerFor builds the pod informer with ManagedPodSelector, every other one as given.
-func (f *managedFactory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
-	if _, ok := obj.(*corev1.Pod); ok {
-		newFunc = func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPodInformer(client, f.namespace, resync,
-				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-				func(o *metav1.ListOptions) { o.LabelSelector = ManagedPodSelector })
-		}
-	}
-	return f.SharedInformerFactory.InformerFor(obj, newFunc)
+// newManagedFactory is the managed-by factory: the managed-by selector for every kind but pods,
+// which select ManagedPodSelector.
+func newManagedFactory(kube kubeclient.Interface, namespace string, resync time.Duration) *kubeinformers.Factory {
+	return kubeinformers.New(kube, resync,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector }),
+		kubeinformers.WithTweakListOptionsFor(&corev1.Pod{}, func(o *metav1.ListOptions) { o.LabelSelector = ManagedPodSelector }),
+		kubeinformers.WithTransform(TrimPods))
 }
 
 // Start starts every informer requested so far. Informers requested later need another Start.

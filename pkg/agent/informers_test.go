@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -123,8 +124,8 @@ func TestManagedFactoryUsesLabelSelector(t *testing.T) {
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-theirs"}},
 	)
 	f := NewFactories(kube, workloadfake.NewSimpleClientset(), "", 0)
-	pods := f.Managed.Core().V1().Pods()
-	pvcs := f.Managed.Core().V1().PersistentVolumeClaims()
+	pods := f.Managed.Pods()
+	pvcs := f.Managed.PersistentVolumeClaims()
 	pods.Informer()
 	pvcs.Informer()
 	syncFactories(t, f)
@@ -164,28 +165,28 @@ func TestManagedFactoryUsesLabelSelector(t *testing.T) {
 
 func TestFactoriesScopeAndTransform(t *testing.T) {
 	kube := kubefake.NewClientset(
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a", Labels: managedLabels(), ManagedFields: someManagedFields}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "b", Labels: managedLabels(), ManagedFields: someManagedFields}},
+		&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a", Labels: managedLabels(), ManagedFields: someManagedFields}},
+		&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "b", Labels: managedLabels(), ManagedFields: someManagedFields}},
 	)
 	client := workloadfake.NewSimpleClientset(
 		&v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "t", ManagedFields: someManagedFields}},
 		&v1alpha1.TApp{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "u", ManagedFields: someManagedFields}},
 	)
 	f := NewFactories(kube, client, "team-a", 0)
-	cms := f.Managed.Core().V1().ConfigMaps()
+	revs := f.Managed.ControllerRevisions()
 	tapps := f.Workloads.Apps().V1alpha1().TApps()
-	cms.Informer()
+	revs.Informer()
 	tapps.Informer()
 	syncFactories(t, f)
 
 	for _, a := range kube.Actions() {
-		if a.GetResource().Resource == "configmaps" && a.GetNamespace() != "team-a" {
+		if a.GetResource().Resource == "controllerrevisions" && a.GetNamespace() != "team-a" {
 			t.Errorf("managed factory not scoped to team-a: %s in %q", a.GetVerb(), a.GetNamespace())
 		}
 	}
-	got, _ := cms.Lister().List(everything())
+	got, _ := revs.Lister().List(everything())
 	if len(got) != 1 || got[0].Name != "a" || got[0].ManagedFields != nil {
-		t.Errorf("configmap cache: %d objects, want a only and without managedFields", len(got))
+		t.Errorf("controllerrevision cache: %d objects, want a only and without managedFields", len(got))
 	}
 	ts, _ := tapps.Lister().List(everything())
 	if len(ts) != 1 || ts[0].Name != "t" || ts[0].ManagedFields != nil {
@@ -343,7 +344,7 @@ func TestTrimPodKeepsWhatControllersRead(t *testing.T) {
 func TestManagedFactoryTrimsPods(t *testing.T) {
 	kube := kubefake.NewClientset(fullPod())
 	f := NewFactories(kube, workloadfake.NewSimpleClientset(), "", 0)
-	pods := f.Managed.Core().V1().Pods()
+	pods := f.Managed.Pods()
 	pods.Informer()
 	syncFactories(t, f)
 	got, err := pods.Lister().Pods("ns").Get("web-0")

@@ -224,33 +224,8 @@ func (o *Options) Validate() error {
 		return bad("resync-period", o.ResyncPeriod, "too short")
 	}
 	if o.LeaderElect {
-		if errs := validation.IsDNS1123Label(o.LeaderElectNamespace); len(errs) > 0 {
-			return bad("leader-elect-namespace", o.LeaderElectNamespace, "not a valid namespace name: "+firstOr(errs, "empty"))
-		}
-		if errs := validation.IsDNS1123Subdomain(o.LeaderElectID); len(errs) > 0 {
-			return bad("leader-elect-id", o.LeaderElectID, "not a valid Lease name: "+firstOr(errs, "empty"))
-		}
-		if o.RetryPeriod <= 0 {
-			return bad("leader-elect-retry-period", o.RetryPeriod, "must be positive")
-		}
-		if float64(o.RenewDeadline) <= leaderElectionJitter*float64(o.RetryPeriod) {
-			return bad("leader-elect-renew-deadline", o.RenewDeadline,
-				fmt.Sprintf("must be greater than 1.2 x --leader-elect-retry-period (%v)", o.RetryPeriod))
-		}
-		if fence.Validity(o.LeaseDuration.Truncate(time.Second)) <= o.RetryPeriod {
-			// The Lease records whole seconds, and the fence must outlast the interval between
-			// two renewals or it would close while the leader renews normally.
-			return bad("leader-elect-lease-duration", o.LeaseDuration,
-				fmt.Sprintf("its whole seconds less the fencing margins (see docs/fencing.md) must exceed --leader-elect-retry-period (%v)", o.RetryPeriod))
-		}
-		if o.LeaseDuration <= o.RenewDeadline {
-			if o.LeaseDuration == DefaultLeaseDuration {
-				// Most likely the renew deadline was raised on its own: blame it.
-				return bad("leader-elect-renew-deadline", o.RenewDeadline,
-					fmt.Sprintf("must be less than --leader-elect-lease-duration (%v)", o.LeaseDuration))
-			}
-			return bad("leader-elect-lease-duration", o.LeaseDuration,
-				fmt.Sprintf("must be greater than --leader-elect-renew-deadline (%v)", o.RenewDeadline))
+		if err := o.validateLeaderElection(bad); err != nil {
+			return err
 		}
 	}
 	if err := validateAddr(o.MetricsAddr); err != nil {
@@ -269,6 +244,39 @@ func (o *Options) Validate() error {
 	}
 	if _, err := o.Enabled(); err != nil {
 		return bad("controllers", strings.Join(o.EnabledControllers, ","), err.Error())
+	}
+	return nil
+}
+
+// validateLeaderElection checks the leader election flags, reported through bad as Validate does.
+func (o *Options) validateLeaderElection(bad func(flag string, value any, problem string) error) error {
+	if errs := validation.IsDNS1123Label(o.LeaderElectNamespace); len(errs) > 0 {
+		return bad("leader-elect-namespace", o.LeaderElectNamespace, "not a valid namespace name: "+firstOr(errs, "empty"))
+	}
+	if errs := validation.IsDNS1123Subdomain(o.LeaderElectID); len(errs) > 0 {
+		return bad("leader-elect-id", o.LeaderElectID, "not a valid Lease name: "+firstOr(errs, "empty"))
+	}
+	if o.RetryPeriod <= 0 {
+		return bad("leader-elect-retry-period", o.RetryPeriod, "must be positive")
+	}
+	if float64(o.RenewDeadline) <= leaderElectionJitter*float64(o.RetryPeriod) {
+		return bad("leader-elect-renew-deadline", o.RenewDeadline,
+			fmt.Sprintf("must be greater than 1.2 x --leader-elect-retry-period (%v)", o.RetryPeriod))
+	}
+	if fence.Validity(o.LeaseDuration.Truncate(time.Second)) <= o.RetryPeriod {
+		// The Lease records whole seconds, and the fence must outlast the interval between
+		// two renewals or it would close while the leader renews normally.
+		return bad("leader-elect-lease-duration", o.LeaseDuration,
+			fmt.Sprintf("its whole seconds less the fencing margins (see docs/fencing.md) must exceed --leader-elect-retry-period (%v)", o.RetryPeriod))
+	}
+	if o.LeaseDuration <= o.RenewDeadline {
+		if o.LeaseDuration == DefaultLeaseDuration {
+			// Most likely the renew deadline was raised on its own: blame it.
+			return bad("leader-elect-renew-deadline", o.RenewDeadline,
+				fmt.Sprintf("must be less than --leader-elect-lease-duration (%v)", o.LeaseDuration))
+		}
+		return bad("leader-elect-lease-duration", o.LeaseDuration,
+			fmt.Sprintf("must be greater than --leader-elect-renew-deadline (%v)", o.RenewDeadline))
 	}
 	return nil
 }

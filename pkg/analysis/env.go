@@ -7,17 +7,17 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // Env is what providers need from the process that runs checks; set what the checks in use
 // need (Client for job, Pods or Client for podHealth).
 type Env struct {
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	Jobs   batchlisters.JobLister
 	Pods   corelisters.PodLister
 	// Transport is used for Prometheus queries; nil means http.DefaultTransport.

@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // LabelAnalysisRun is on every Job an analysis started: the run it belongs to (a hash of
@@ -24,7 +24,7 @@ const LabelAnalysisRun = "analysis.apps.workload.dev/run"
 // Job measures by running a Job per measurement, named after the run and the ordinal, owned by
 // Owner. A Job that completed passes (true); one that failed does not (false).
 type Job struct {
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Jobs, when set, is read before the API server (a controller's informer cache).
 	Jobs      batchlisters.JobLister
 	Namespace string

@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/podorder"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // PodHealth measures the canary's pods from a lister, or from the API server when it has none:
@@ -19,7 +19,7 @@ type PodHealth struct {
 	Pods PodsLister
 	// Client and Namespace list the pods from the API server when Pods is nil (the agent caches
 	// no canary pod: docs/architecture.md, "What the agent caches").
-	Client    kubernetes.Interface
+	Client    kubeclient.Interface
 	Namespace string
 	Selector  labels.Selector
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // SecretKey is a key of a Secret in the release's namespace.
@@ -24,7 +24,7 @@ type SecretReader func(ctx context.Context, ref SecretKey) (string, error)
 // secretReader reads keys of Secrets of namespace with a GET of each Secret alone, at each
 // measurement (a rotated token takes effect at once): the agent caches no Secret and reads
 // none a check does not name. nil without a client.
-func secretReader(client kubernetes.Interface, namespace string) SecretReader {
+func secretReader(client kubeclient.Interface, namespace string) SecretReader {
 	if client == nil {
 		return nil
 	}

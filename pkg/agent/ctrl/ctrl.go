@@ -22,12 +22,12 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/fence"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
@@ -43,32 +43,32 @@ import (
 // managedFields when a request omits them.
 type Context struct {
 	// KubeClient is the client for native Kubernetes objects (protobuf, --qps/--burst).
-	KubeClient kubernetes.Interface
+	KubeClient kubeclient.Interface
 	// Client is the client for the agent's own API group (apps.workload.dev).
 	Client versioned.Interface
 	// StatusClient is for the status writes of the agent's own kinds (UpdateStatus): the same
 	// API group through a client budget of its own (--status-qps), so that status writes never
 	// wait behind pod writes. Nil means Client (tests). Use Context.Statuses.
 	StatusClient versioned.Interface
-	// GatewayClient is the client for gateway.networking.k8s.io (HTTPRoutes a Canary routes
+	// GatewayClient is the client for gateway.networking.k8s.io/v1 (HTTPRoutes a Canary routes
 	// traffic through).
-	GatewayClient gatewayclient.Interface
+	GatewayClient gatewayclient.GatewayV1Interface
 	// GatewayInformers is the shared factory for Gateway API objects, scoped to Namespace; nil
 	// when the cluster serves no gateway.networking.k8s.io/v1 HTTPRoute (an informer of a
 	// resource the server lacks would never sync and hold every controller back).
-	GatewayInformers gatewayinformers.SharedInformerFactory
+	GatewayInformers *kubeinformers.Factory
 
-	// ManagedInformers is the shared factory for every native object the agent creates (Pods,
+	// ManagedInformers is the shared factory (of the kinds the agent reads) for every native object the agent creates (Pods,
 	// PersistentVolumeClaims, subset StatefulSets and Deployments, ControllerRevisions, canary
 	// Deployments), scoped to Namespace and filtered by the label selector ManagedSelector
 	// ("app.kubernetes.io/managed-by=workload-agent"): it only ever sees objects the agent
 	// created. Objects the agent creates must carry that label or the agent will not see them.
-	ManagedInformers informers.SharedInformerFactory
+	ManagedInformers *kubeinformers.Factory
 	// ManagedSelector is the label selector ManagedInformers lists and watches with.
 	ManagedSelector string
 	// ReferencedInformers is the shared factory for the few native objects of the user's a
 	// controller reads unfiltered (HorizontalPodAutoscalers), scoped to Namespace.
-	ReferencedInformers informers.SharedInformerFactory
+	ReferencedInformers *kubeinformers.Factory
 	// Informers is the shared factory for TApps, UnitedDeployments and Canaries, scoped to
 	// Namespace.
 	Informers externalversions.SharedInformerFactory

@@ -9,11 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	autoscalinginformers "k8s.io/client-go/informers/autoscaling/v2"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 )
 
 // followTarget returns the Canary as a sync of an in-place release counts it: with spec.replicas
@@ -89,7 +89,7 @@ func scalesDeployment(h *autoscalingv2.HorizontalPodAutoscaler, name string) boo
 
 // watchAutoscalers lists the HorizontalPodAutoscalers for autoscalerOf and enqueues, on every
 // event of one, the Canaries that read the Deployment it scales (before and after an update).
-func (c *Controller) watchAutoscalers(hpas autoscalinginformers.HorizontalPodAutoscalerInformer) error {
+func (c *Controller) watchAutoscalers(hpas kubeinformers.HorizontalPodAutoscalerInformer) error {
 	c.hpaLister = hpas.Lister()
 	return c.Watch(hpas.Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handleAutoscaler,

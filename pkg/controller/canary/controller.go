@@ -12,17 +12,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	autoscalinginformers "k8s.io/client-go/informers/autoscaling/v2"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
@@ -54,7 +52,7 @@ var controllerKind = v1alpha1.SchemeGroupVersion.WithKind(Kind)
 type Controller struct {
 	*base.Base
 
-	kubeClient kubernetes.Interface
+	kubeClient kubeclient.Interface
 	client     versioned.Interface
 
 	canaryLister     listers.CanaryLister
@@ -90,12 +88,12 @@ type Controller struct {
 
 // Config is what a Canary controller reads and writes through.
 type Config struct {
-	KubeClient kubernetes.Interface
+	KubeClient kubeclient.Interface
 	Client     versioned.Interface
 	Canaries   informers.CanaryInformer
 	// Deployments holds the canary Deployments (those with the managed-by label) and, unless
 	// WatchByName, every Deployment a Canary names.
-	Deployments appsinformers.DeploymentInformer
+	Deployments kubeinformers.DeploymentInformer
 	// WatchByName makes the controller watch each Deployment, StatefulSet and DaemonSet a
 	// Canary names by its name (the agent: it caches no unrelated object). Without it the
 	// Deployments informer must hold the Deployments Canaries name, and StatefulSets and
@@ -107,18 +105,18 @@ type Config struct {
 	TApps             informers.TAppInformer
 	// Pods holds the canary's pods, for podHealth checks; nil (the agent): a podHealth check
 	// lists them from the API server through KubeClient when it measures.
-	Pods coreinformers.PodInformer
+	Pods kubeinformers.PodInformer
 	// AnalysisTemplates and ClusterAnalysisTemplates are the templates spec.analysis entries
 	// name; nil: an entry naming that kind waits, as for a missing template.
 	AnalysisTemplates        informers.AnalysisTemplateInformer
 	ClusterAnalysisTemplates informers.ClusterAnalysisTemplateInformer
 	// Gateway and HTTPRoutes let the controller route traffic (routes.go); nil when the cluster
 	// has no Gateway API: every Canary with traffic routing then says GatewayAPIUnavailable.
-	Gateway    gatewayclient.Interface
-	HTTPRoutes gatewayinformers.HTTPRouteInformer
+	Gateway    gatewayclient.GatewayV1Interface
+	HTTPRoutes kubeinformers.HTTPRouteInformer
 	// HPAs lets the controller refuse a HorizontalPodAutoscaler on a Deployment whose replicas a
 	// release sets (autoscale.go); nil: it is not told, and its writes meet the contest rule.
-	HPAs     autoscalinginformers.HorizontalPodAutoscalerInformer
+	HPAs     kubeinformers.HorizontalPodAutoscalerInformer
 	Recorder record.EventRecorder
 	// Clock is the controller's time; nil for the real clock.
 	Clock clock.PassiveClock
@@ -191,7 +189,7 @@ func NewController(cfg Config) (*Controller, error) {
 
 // watchCanaries indexes the Canaries by the Deployments and targets they name, and enqueues
 // them on their events and on those of their Deployments.
-func (c *Controller) watchCanaries(canaries informers.CanaryInformer, deployments appsinformers.DeploymentInformer) error {
+func (c *Controller) watchCanaries(canaries informers.CanaryInformer, deployments kubeinformers.DeploymentInformer) error {
 	for name, index := range map[string]cache.IndexFunc{deploymentIndex: indexByDeployment, targetIndex: indexByTarget} {
 		if _, exists := c.canaryIndexer.GetIndexers()[name]; exists {
 			continue
@@ -225,7 +223,7 @@ func (c *Controller) watchTargets(cfg Config) error {
 // watchNamed makes the controller read the Deployments Canaries name through a watch of each
 // name (watchedDeployments) next to its Deployment informer, which then needs to hold only the
 // canary Deployments (managed-by); StatefulSets and DaemonSets are watched by name too.
-func (c *Controller) watchNamed(kube kubernetes.Interface) {
+func (c *Controller) watchNamed(kube kubeclient.Interface) {
 	w := newWatchedDeployments(kube, c.deploymentLister)
 	w.setHandler(c.deploymentHandler())
 	c.deployments, c.deploymentLister = w, w.Lister()

@@ -17,7 +17,7 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		KubeClient:        c.KubeClient,
 		Client:            c.Client,
 		Canaries:          c.Informers.Apps().V1alpha1().Canaries(),
-		Deployments:       c.ManagedInformers.Apps().V1().Deployments(),
+		Deployments:       c.ManagedInformers.Deployments(),
 		WatchByName:       true,
 		UnitedDeployments: c.Informers.Apps().V1alpha1().UnitedDeployments(),
 		TApps:             c.Informers.Apps().V1alpha1().TApps(),
@@ -28,10 +28,10 @@ func Init(c *ctrl.Context) (ctrl.Controller, error) {
 		Clock:                    c.Clock,
 		ProgressInterval:         ProgressInterval,
 		StableFollowsWholeSteps:  true,
-		HPAs:                     c.ReferencedInformers.Autoscaling().V2().HorizontalPodAutoscalers(),
+		HPAs:                     c.ReferencedInformers.HorizontalPodAutoscalers(),
 	}
 	if c.GatewayInformers != nil {
-		cfg.Gateway, cfg.HTTPRoutes = c.GatewayClient, c.GatewayInformers.Gateway().V1().HTTPRoutes()
+		cfg.Gateway, cfg.HTTPRoutes = c.GatewayClient, c.GatewayInformers.HTTPRoutes(c.GatewayClient)
 	}
 	cc, err := NewController(cfg)
 	if err != nil {

@@ -18,12 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // A DaemonSet has no partition: a Canary holds it with updateStrategy OnDelete, under which a
@@ -46,7 +46,7 @@ const (
 
 // watchDaemonSets makes the controller release DaemonSets, each watched by name as the
 // StatefulSets are: the agent caches no DaemonSet that no Canary targets.
-func (c *Controller) watchDaemonSets(kube kubernetes.Interface) {
+func (c *Controller) watchDaemonSets(kube kubeclient.Interface) {
 	w := newNamedWatches(kube, &appsv1.DaemonSet{}, func(namespace string) listWatchFuncs {
 		d := kube.AppsV1().DaemonSets(namespace)
 		return listWatchFuncs{
@@ -61,7 +61,7 @@ func (c *Controller) watchDaemonSets(kube kubernetes.Interface) {
 // daemonSetKind is the DaemonSet targetKind: the named watches of the targeted DaemonSets, and
 // the API server for their ControllerRevisions and pods.
 type daemonSetKind struct {
-	kube    kubernetes.Interface
+	kube    kubeclient.Interface
 	watches *namedWatches
 	clock   clock.PassiveClock // the controller's: a pod's availability is judged at its now
 }
@@ -110,7 +110,7 @@ type daemonSetTarget struct {
 // during a release only, one list of its pods (one per node); since Kubernetes 1.31 the API
 // server serves such consistent lists from its watch cache. The pods must be current: the agent
 // deletes some of them from this list.
-func readDaemonSet(ctx context.Context, kube kubernetes.Interface, ds *appsv1.DaemonSet, now time.Time) (*daemonSetTarget, error) {
+func readDaemonSet(ctx context.Context, kube kubeclient.Interface, ds *appsv1.DaemonSet, now time.Time) (*daemonSetTarget, error) {
 	t := &daemonSetTarget{DaemonSet: ds, revisions: map[string]daemonSetRevision{}, now: now}
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/partition"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/revisiondata"
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // A StatefulSet target is released through its RollingUpdate partition; kube-controller-manager
@@ -47,7 +47,7 @@ func (listerStatefulSets) release(cache.ObjectName)                   {}
 // stable Deployments: the agent caches no StatefulSet that no Canary targets.
 type watchedStatefulSets struct{ *namedWatches }
 
-func newWatchedStatefulSets(kube kubernetes.Interface) *watchedStatefulSets {
+func newWatchedStatefulSets(kube kubeclient.Interface) *watchedStatefulSets {
 	return &watchedStatefulSets{newNamedWatches(kube, &appsv1.StatefulSet{}, func(namespace string) listWatchFuncs {
 		s := kube.AppsV1().StatefulSets(namespace)
 		return listWatchFuncs{

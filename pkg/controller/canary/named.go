@@ -12,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // deploymentSource is where the controller reads Deployments from: the ones it created (canary
@@ -51,7 +52,7 @@ type watchedDeployments struct {
 
 // newWatchedDeployments returns the source over the managed-by Deployment informer's lister;
 // the controller gives it its event handler (setHandler) and its run context (Run).
-func newWatchedDeployments(kube kubernetes.Interface, managed appslisters.DeploymentLister) *watchedDeployments {
+func newWatchedDeployments(kube kubeclient.Interface, managed appslisters.DeploymentLister) *watchedDeployments {
 	return &watchedDeployments{managed: managed, namedWatches: newNamedWatches(kube, &appsv1.Deployment{},
 		func(namespace string) listWatchFuncs {
 			d := kube.AppsV1().Deployments(namespace)
@@ -84,7 +85,7 @@ type listWatchFuncs struct {
 // Canaries that name it and stopped when the last one stops naming it: the way the agent reads
 // objects it does not own without caching every object of their kind.
 type namedWatches struct {
-	kube      kubernetes.Interface
+	kube      kubeclient.Interface
 	example   runtime.Object
 	client    func(namespace string) listWatchFuncs
 	transform cache.TransformFunc
@@ -103,7 +104,7 @@ type namedWatch struct {
 	users    int
 }
 
-func newNamedWatches(kube kubernetes.Interface, example runtime.Object, client func(string) listWatchFuncs) *namedWatches {
+func newNamedWatches(kube kubeclient.Interface, example runtime.Object, client func(string) listWatchFuncs) *namedWatches {
 	return &namedWatches{kube: kube, example: example, client: client, transform: stripManagedFields,
 		watches: map[cache.ObjectName]*namedWatch{}, refs: map[cache.ObjectName][]cache.ObjectName{}}
 }

@@ -105,7 +105,7 @@ func withTraffic(t *testing.T, base *fixture, route *gatewayv1.HTTPRoute, servic
 		return false, nil, nil
 	})
 	routes := gatewayinformers.NewSharedInformerFactory(f.gateway, 0).Gateway().V1().HTTPRoutes()
-	if err := f.ctrl.enableTraffic(f.gateway, routes); err != nil {
+	if err := f.ctrl.enableTraffic(f.gateway.GatewayV1(), routes); err != nil {
 		t.Fatal(err)
 	}
 	f.routeStore = routes.Informer().GetIndexer()

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/analysis"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // The pods a podHealth check measures are the release's new pods, whatever the mode
@@ -85,7 +85,7 @@ func revisionSelector(sel *metav1.LabelSelector, key, value string) labels.Selec
 // target are not in the agent's pod cache, which holds only the agent's own.
 type listedPods struct {
 	ctx       context.Context // the sync's, for the one list of a measurement
-	kube      kubernetes.Interface
+	kube      kubeclient.Interface
 	namespace string
 	owner     types.UID
 }

@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/expectations"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 	"github.com/kubectl-workload/kubectl-workload/pkg/traffic"
 )
 
@@ -34,9 +34,9 @@ const serviceTTL = 15 * time.Second
 // trafficClients are what the controller needs for spec.trafficRouting; nil when the cluster
 // has no Gateway API (every Canary with traffic routing then says GatewayAPIUnavailable).
 type trafficClients struct {
-	gateway  gatewayclient.Interface
+	gateway  gatewayclient.GatewayV1Interface
 	routes   gatewaylisters.HTTPRouteLister
-	kube     kubernetes.Interface
+	kube     kubeclient.Interface
 	mu       sync.Mutex
 	services map[string]cachedService
 }
@@ -50,7 +50,7 @@ type cachedService struct {
 // the agent's namespace scope (HTTPRoutes are few, configuration-sized objects: caching those
 // of the scope costs little, and a watch lets a route edited by someone else be corrected at
 // once); patches go through gateway. Call it before the informers start.
-func (c *Controller) enableTraffic(gateway gatewayclient.Interface, routes gatewayinformers.HTTPRouteInformer) error {
+func (c *Controller) enableTraffic(gateway gatewayclient.GatewayV1Interface, routes kubeinformers.HTTPRouteInformer) error {
 	c.traffic = &trafficClients{gateway: gateway, routes: routes.Lister(), kube: c.kubeClient, services: map[string]cachedService{}}
 	if _, ok := c.canaryIndexer.GetIndexers()[routeIndex]; !ok {
 		if err := c.canaryIndexer.AddIndexers(cache.Indexers{routeIndex: indexByRoute}); err != nil {
@@ -161,7 +161,7 @@ func (c *Controller) writeRoute(ctx context.Context, r *decision) (*failure, err
 		}
 		return nil, nil
 	}
-	routes := c.traffic.gateway.GatewayV1().HTTPRoutes(route.Namespace)
+	routes := c.traffic.gateway.HTTPRoutes(route.Namespace)
 	if f, err := c.contestRoute(ctx, r, &e); f != nil || err != nil {
 		c.contests.set(canary, object, e)
 		return f, err
@@ -204,7 +204,7 @@ func (c *Controller) contestRoute(ctx context.Context, r *decision, e *contest) 
 	t, route := r.traffic, r.traffic.obs.route
 	wasContested := e.contested()
 	stop, err := changedBackTooOften(ctx, e, route.ResourceVersion, routeState(t.current), func(ctx context.Context) ([]metav1.ManagedFieldsEntry, error) {
-		fresh, err := c.traffic.gateway.GatewayV1().HTTPRoutes(route.Namespace).Get(ctx, route.Name, metav1.GetOptions{})
+		fresh, err := c.traffic.gateway.HTTPRoutes(route.Namespace).Get(ctx, route.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading HTTPRoute %s/%s for its field managers: %w", route.Namespace, route.Name, err)
 		}

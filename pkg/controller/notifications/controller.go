@@ -20,7 +20,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	informers "github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 	"github.com/kubectl-workload/kubectl-workload/pkg/notify"
 )
 
@@ -56,7 +56,7 @@ type Fence interface {
 type Controller struct {
 	*base.Base
 
-	kube      kubernetes.Interface
+	kube      kubeclient.Interface
 	client    versioned.Interface
 	canaries  listers.CanaryLister
 	namespace string
@@ -92,7 +92,7 @@ type canaryState struct {
 
 // NewController returns the controller. namespace is the agent's (the ConfigMap and Secret);
 // fence may be nil (always open, as without leader election).
-func NewController(kube kubernetes.Interface, client versioned.Interface, canaries informers.CanaryInformer,
+func NewController(kube kubeclient.Interface, client versioned.Interface, canaries informers.CanaryInformer,
 	recorder record.EventRecorder, namespace string, fence Fence) (*Controller, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	var rt http.RoundTripper = transport

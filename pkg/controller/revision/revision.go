@@ -24,8 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // HashLabel is the label holding a revision's hash (the suffix of its name).
@@ -144,7 +145,7 @@ func Next(revisions []*appsv1.ControllerRevision) int64 {
 
 // History writes ControllerRevisions through the API.
 type History struct {
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 }
 
 // Create creates rev. When its name is taken by a revision with other data (a hash collision),

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	appsv1listers "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +18,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/pkg/controller/revision"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/clientset/versioned"
 	appslisters "github.com/kubectl-workload/kubectl-workload/pkg/generated/listers/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 const (
@@ -30,7 +30,7 @@ const (
 
 // Controller reconciles TApps.
 type Controller struct {
-	kubeClient kubernetes.Interface
+	kubeClient kubeclient.Interface
 	client     versioned.Interface
 	// statusClient writes statuses, through a client budget of their own (ctrl.Context.Statuses).
 	statusClient versioned.Interface
@@ -67,9 +67,9 @@ type Controller struct {
 // app.kubernetes.io/managed-by=workload-agent; Events as EventComponent; time from c.Clock.
 func NewController(c *ctrl.Context) (*Controller, error) {
 	tappInformer := c.Informers.Apps().V1alpha1().TApps()
-	podInformer := c.ManagedInformers.Core().V1().Pods()
-	pvcInformer := c.ManagedInformers.Core().V1().PersistentVolumeClaims()
-	revisionInformer := c.ManagedInformers.Apps().V1().ControllerRevisions()
+	podInformer := c.ManagedInformers.Pods()
+	pvcInformer := c.ManagedInformers.PersistentVolumeClaims()
+	revisionInformer := c.ManagedInformers.ControllerRevisions()
 	ctl := &Controller{
 		Base:           base.New(ControllerName, Kind, c.EventRecorder(EventComponent)),
 		status:         base.New(StatusQueueName, Kind, c.EventRecorder(EventComponent)),

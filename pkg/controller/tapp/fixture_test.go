@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -117,11 +117,11 @@ func newFixtureWithHistory(t *testing.T, tapps []*appsv1alpha1.TApp, pods []*cor
 	f.kubeClient.PrependReactor("*", "*", logAction)
 
 	inf := externalversions.NewSharedInformerFactory(f.client, 0)
-	kinf := kubeinformers.NewSharedInformerFactory(f.kubeClient, 0)
+	kinf := kubeinformers.New(f.kubeClient, 0)
 	tappInformer := inf.Apps().V1alpha1().TApps()
-	podInformer := kinf.Core().V1().Pods()
-	pvcInformer := kinf.Core().V1().PersistentVolumeClaims()
-	revisionInformer := kinf.Apps().V1().ControllerRevisions()
+	podInformer := kinf.Pods()
+	pvcInformer := kinf.PersistentVolumeClaims()
+	revisionInformer := kinf.ControllerRevisions()
 	c, err := NewController(&ctrl.Context{KubeClient: f.kubeClient, Client: f.client, Informers: inf, ManagedInformers: kinf,
 		EventRecorder: func(string) record.EventRecorder { return f.recorder }, Clock: f.clock})
 	must(t, err)

@@ -67,8 +67,8 @@ type Controller struct {
 // with the UnitedDeployment, subset and revision labels, on their pod templates.
 func NewController(c *ctrl.Context) (*Controller, error) {
 	udInformer := c.Informers.Apps().V1alpha1().UnitedDeployments()
-	revisionInformer := c.ManagedInformers.Apps().V1().ControllerRevisions()
-	podInformer := c.ManagedInformers.Core().V1().Pods()
+	revisionInformer := c.ManagedInformers.ControllerRevisions()
+	podInformer := c.ManagedInformers.Pods()
 	ctl := &Controller{
 		Base:           base.New(ControllerName, Kind, c.EventRecorder(EventComponent)),
 		client:         c.Client,

@@ -4,24 +4,24 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // deployments are Deployment subsets. A Deployment cannot keep some of its pods on an old
 // template, so it has no partition: the controller refuses a non-zero partition for it (holding
 // the subset's template and reporting a condition). Paused is spec.paused.
 type deployments struct {
-	kube   kubernetes.Interface
+	kube   kubeclient.Interface
 	listed appslisters.DeploymentLister
 }
 
 func newDeployments(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
-	inf := c.ManagedInformers.Apps().V1().Deployments()
+	inf := c.ManagedInformers.Deployments()
 	return subsetKind[*appsv1.Deployment]{deployments{c.KubeClient, inf.Lister()}}, inf.Informer()
 }
 

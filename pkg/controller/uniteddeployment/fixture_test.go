@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeinformers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -91,13 +91,13 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	}
 
 	inf := externalversions.NewSharedInformerFactory(f.client, 0)
-	kinf := kubeinformers.NewSharedInformerFactory(f.kubeClient, 0)
+	kinf := kubeinformers.New(f.kubeClient, 0)
 	udInf := inf.Apps().V1alpha1().UnitedDeployments()
 	tappInf := inf.Apps().V1alpha1().TApps()
-	stsInf := kinf.Apps().V1().StatefulSets()
-	depInf := kinf.Apps().V1().Deployments()
-	revInf := kinf.Apps().V1().ControllerRevisions()
-	podInf := kinf.Core().V1().Pods()
+	stsInf := kinf.StatefulSets()
+	depInf := kinf.Deployments()
+	revInf := kinf.ControllerRevisions()
+	podInf := kinf.Pods()
 	c, err := NewController(&ctrl.Context{KubeClient: f.kubeClient, Client: f.client, Informers: inf, ManagedInformers: kinf,
 		EventRecorder: func(string) record.EventRecorder { return f.recorder }, Clock: clock.RealClock{}})
 	if err != nil {

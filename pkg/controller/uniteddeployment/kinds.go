@@ -30,7 +30,7 @@ type workload interface {
 }
 
 // typedClient is the part of a generated typed client (for example
-// kubernetes.Interface.AppsV1().StatefulSets(namespace)) that the controller writes with.
+// kubeclient.Interface.AppsV1().StatefulSets(namespace)) that the controller writes with.
 type typedClient[T workload] interface {
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)

@@ -4,24 +4,24 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/agent/ctrl"
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-workload/kubectl-workload/pkg/kubeclient"
 )
 
 // statefulSets are StatefulSet subsets. The partition is the StatefulSet's own
 // spec.updateStrategy.rollingUpdate.partition (ordinals below it keep their revision); paused
 // is a partition equal to the replicas, which freezes a rollout in flight.
 type statefulSets struct {
-	kube   kubernetes.Interface
+	kube   kubeclient.Interface
 	listed appslisters.StatefulSetLister
 }
 
 func newStatefulSets(c *ctrl.Context) (workloadKind, cache.SharedIndexInformer) {
-	inf := c.ManagedInformers.Apps().V1().StatefulSets()
+	inf := c.ManagedInformers.StatefulSets()
 	return subsetKind[*appsv1.StatefulSet]{statefulSets{c.KubeClient, inf.Lister()}}, inf.Informer()
 }
 
