@@ -109,8 +109,11 @@ func canaryStatus(obj *unstructured.Unstructured) (RolloutStatus, error) {
 	if c.Spec.TargetRef != nil {
 		counts = targetCounts(&c) // canary_target.go
 	}
+	if side := blueGreenActive(&c); side != "" { // canary_bluegreen.go
+		counts = "active: " + side + ", " + counts
+	}
 	if total > 0 && st.CurrentBatch > 0 {
-		counts = fmt.Sprintf("%s %d of %d, %s", stepWord(&c), st.CurrentBatch, total, counts)
+		counts = fmt.Sprintf("%s %d of %d%s, %s", stepWord(&c), st.CurrentBatch, total, blueGreenStepSuffix(&c, st.CurrentBatch), counts)
 	}
 	if a := abortLine(&c); a != "" {
 		counts = a + "; " + counts
@@ -145,10 +148,10 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		return nil, err
 	}
 	st, stErr := RolloutStatusOf(Canary, obj)
-	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Spec.Replicas)
+	root := workloadNode(Canary, obj, obj, st, stErr, canaryReady(&c), c.Spec.Replicas)
 	if len(c.Status.Batches) > 0 {
 		batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
-		if len(c.Spec.Steps) > 0 {
+		if stepWord(&c) == "step" {
 			batches.Name, batches.Info = "steps", fmt.Sprintf("current %d of %d", c.Status.CurrentBatch, len(c.Status.Batches))
 		}
 		for _, b := range c.Status.Batches {
@@ -199,7 +202,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
 		}
-		n.Info = deploymentInfo(d.role, deploy)
+		n.Info = deploymentInfo(blueGreenRole(&c, d.name, d.role), deploy) // canary_bluegreen.go
 		root.Children = append(root.Children, n)
 	}
 	return root, nil

@@ -88,3 +88,53 @@ func blueGreenLines(c *v1alpha1.Canary) []string {
 	}
 	return lines
 }
+
+// canaryReady is the READY count of a Canary: the available pods of both Deployments, or for a
+// blue-green one (both at full size around the switch) those of the side every request goes
+// to, when one does.
+func canaryReady(c *v1alpha1.Canary) int32 {
+	st := &c.Status
+	if c.Spec.BlueGreen != nil && st.BlueGreen != nil {
+		switch old, new := blueGreenDeployments(c); st.BlueGreen.Active {
+		case new:
+			return st.CanaryAvailable
+		case old:
+			return st.StableAvailable
+		}
+	}
+	return st.CanaryAvailable + st.StableAvailable
+}
+
+// blueGreenRole is role ("stable", "canary") with what the Services of a blue-green Canary
+// make of Deployment deployment: "active", "preview" or both.
+func blueGreenRole(c *v1alpha1.Canary, deployment, role string) string {
+	st := c.Status.BlueGreen
+	if c.Spec.BlueGreen == nil || st == nil {
+		return role
+	}
+	if st.Active == deployment {
+		role += ", active"
+	}
+	if st.Preview == deployment {
+		role += ", preview"
+	}
+	return role
+}
+
+// blueGreenActive is what the summary line of a blue-green Canary says of the side every
+// request goes to ("" without spec.blueGreen, or while none does), so that a log of status -w
+// shows the switch.
+func blueGreenActive(c *v1alpha1.Canary) string {
+	if c.Spec.BlueGreen == nil || c.Status.BlueGreen == nil || c.Status.BlueGreen.Active == "" {
+		return ""
+	}
+	return blueGreenSide(c, c.Status.BlueGreen.Active) + " pods"
+}
+
+// blueGreenStepSuffix is " (name)" of step k of a blue-green Canary, "" otherwise.
+func blueGreenStepSuffix(c *v1alpha1.Canary, k int32) string {
+	if name := blueGreenStepName(c, k); name != "" {
+		return " (" + name + ")"
+	}
+	return ""
+}
