@@ -52,15 +52,47 @@ func blueGreenObjects(k int32) []runtime.Object {
 	return objs
 }
 
+// blueGreenTargetObjects is examples/canary-bluegreen-deployment-target.yaml's release of cart
+// switched to the temporary Deployment cart-canary, the paused Deployment cart still whole
+// during the scale-down delay.
+func blueGreenTargetObjects() []runtime.Object {
+	c := &v1alpha1.Canary{ObjectMeta: meta("cart", "uid-canary-cart", time.Hour, nil, nil, schema{})}
+	c.Spec.Replicas = 2
+	c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "cart"}
+	c.Spec.BlueGreen = &v1alpha1.CanaryBlueGreen{ActiveService: "cart", PreviewService: "cart-preview", ScaleDownDelaySeconds: ptr.To[int32](60)}
+	c.Spec.ApprovedBatch = 1
+	end := metav1.NewTime(t0.Add(40 * time.Second))
+	c.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryProgressing, CurrentBatch: 3,
+		Message:        "step 3/3: 2 of 2 canary pods available, baking: pause until 2026-03-01T12:00:40Z",
+		CanaryReplicas: 2, CanaryAvailable: 2, StableReplicas: 2, StableAvailable: 2,
+		Target:    &v1alpha1.CanaryTargetStatus{StableRevision: "5c8e1f20", UpdateRevision: "a71b03d4", UpdatedReplicas: 2, AvailableReplicas: 4},
+		BlueGreen: &v1alpha1.CanaryBlueGreenStatus{Active: "cart-canary", Preview: "cart-canary", ScaleDownTime: &end},
+		Batches: []v1alpha1.CanaryBatchStatus{
+			{Index: 1, CanaryReplicas: 2, State: v1alpha1.BatchCompleted},
+			{Index: 2, CanaryReplicas: 2, State: v1alpha1.BatchCompleted},
+			{Index: 3, CanaryReplicas: 2, State: v1alpha1.BatchBaking, PauseEndTime: &end}}}
+	objs := []runtime.Object{c}
+	objs = append(objs, deployment("cart", 2, labels("app", "cart"), nil, []rev{{"6f9c", []string{"cart-6f9c-abcde", "cart-6f9c-fghij"}}})...)
+	objs = append(objs, deployment("cart-canary", 2, labels("app", "cart", v1alpha1.LabelCanaryName, "cart"), labels(v1alpha1.LabelCanaryName, "cart"),
+		[]rev{{"5b7d", []string{"cart-canary-5b7d-abcde", "cart-canary-5b7d-fghij"}}})...)
+	setImages(objs, "cart", "cart-canary", "nginx:1.26", "3", "nginx:1.27", "1")
+	return objs
+}
+
 // The tree of a blue-green Canary names its steps (preview, switch, scale-down), the current
 // step's check, which side each Service selects, and the scale-down countdown.
 func TestGetBlueGreen(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		k    int32
-	}{{"canary-bluegreen-preview-tree", 1}, {"canary-bluegreen-switched-tree", 3}} {
+		objs []runtime.Object
+		ref  string
+	}{
+		{"canary-bluegreen-preview-tree", blueGreenObjects(1), "canary/shop"},
+		{"canary-bluegreen-switched-tree", blueGreenObjects(3), "canary/shop"},
+		{"canary-bluegreen-target-switched-tree", blueGreenTargetObjects(), "canary/cart"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := cmdtest.Run(t, NewCmdGet, blueGreenObjects(tt.k), "canary/shop")
+			res := cmdtest.Run(t, NewCmdGet, tt.objs, tt.ref)
 			cmdtest.Golden(t, tt.name, res.Transcript())
 		})
 	}
