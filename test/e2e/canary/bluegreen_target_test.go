@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -182,12 +183,23 @@ func TestBlueGreenDeploymentTargetPromote(t *testing.T) {
 	e := setupBlueGreenTarget(t, func(bg *v1alpha1.CanaryBlueGreen, s *v1alpha1.CanarySpec) {
 		s.Analysis = []v1alpha1.AnalysisCheck{jobCheck("example.com/smoke:job-succeed")}
 		bg.PrePromotionAnalysis = []string{"smoke"}
-		bg.ScaleDownDelaySeconds = ptr.To[int32](2)
+		bg.ScaleDownDelaySeconds = ptr.To[int32](5)
 	})
 	e.kubectlSetImage(bgImage2)
 	c := e.waitPausedForPromotion(bgImage2)
 	e.promote(c)
 	e.waitImageEndpoints(activeService, canaryName, bgImage2)
+	c = e.waitCanary("the scale-down delay running", func(c *v1alpha1.Canary, d, _ *appsv1.Deployment) bool {
+		return c.Status.BlueGreen != nil && c.Status.BlueGreen.ScaleDownTime != nil
+	})
+	scaleDown := c.Status.BlueGreen.ScaleDownTime.Time
+	if d := e2eenv.Get(t, e.Ctx, e.Kube.AppsV1().Deployments(e.NS), stableName); *d.Spec.Replicas != depReplicas {
+		t.Errorf("Deployment checkout at %d replicas during the scale-down delay, want %d", *d.Spec.Replicas, depReplicas)
+	}
+	e.waitDeployments("Deployment checkout's old pods scaled down", func(d, _ *appsv1.Deployment) bool { return *d.Spec.Replicas == 0 })
+	if now := time.Now(); now.Before(scaleDown.Add(-time.Second)) { // the status keeps whole seconds
+		t.Errorf("the old pods scaled down at %s, before the scale-down time %s", now, scaleDown)
+	}
 	c = e.waitReleased(bgImage2)
 	e.waitImageEndpoints(activeService, stableName, bgImage2)
 	e.waitImageEndpoints(previewService, stableName, bgImage2)

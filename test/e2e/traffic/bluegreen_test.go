@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -137,11 +138,11 @@ func (e *env) waitAvailable(name string, want int32) {
 }
 
 // Promoted by hand: the route goes from 0 to 100 in one write, and the old side is scaled down
-// only then, after the delay.
+// only then, whole until the scale-down time the status names.
 func TestBlueGreenRouteSwitch(t *testing.T) {
 	e := setup(t)
 	w := e.createBlueGreen(func(bg *v1alpha1.CanaryBlueGreen, _ *v1alpha1.CanarySpec) {
-		bg.ScaleDownDelaySeconds = ptr.To[int32](2)
+		bg.ScaleDownDelaySeconds = ptr.To[int32](5)
 	})
 	e.waitPreview()
 	if w.switched.Load() {
@@ -149,8 +150,23 @@ func TestBlueGreenRouteSwitch(t *testing.T) {
 	}
 	e.promote(1)
 	e.waitRoute(100, false)
+	var scaleDown time.Time
+	e.Eventually("the scale-down delay running", func() (bool, string) {
+		bg := e.canary().Status.BlueGreen
+		if bg == nil || bg.ScaleDownTime == nil {
+			return false, fmt.Sprintf("status.blueGreen %+v", bg)
+		}
+		scaleDown = bg.ScaleDownTime.Time
+		return true, ""
+	})
+	if n := e.deploymentReplicas("web"); n != replicas {
+		t.Errorf("Deployment web at %d replicas during the scale-down delay, want %d", n, replicas)
+	}
 	e.waitPhase(v1alpha1.CanaryCompleted, 0)
 	e.waitAvailable("web", 0)
+	if now := time.Now(); now.Before(scaleDown.Add(-time.Second)) { // the status keeps whole seconds
+		t.Errorf("the old side scaled down at %s, before its scale-down time %s", now, scaleDown)
+	}
 	e.waitAvailable("web-canary", replicas)
 }
 
