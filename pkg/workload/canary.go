@@ -95,8 +95,11 @@ func canaryFleetStatus(obj *unstructured.Unstructured, ud *v1alpha1.UnitedDeploy
 	if c.Spec.TargetRef != nil {
 		counts = targetCounts(&c) // canary_target.go
 	}
+	if side := blueGreenActive(&c); side != "" { // canary_bluegreen.go
+		counts = "active: " + side + ", " + counts
+	}
 	if total > 0 && st.CurrentBatch > 0 {
-		counts = fmt.Sprintf("%s %d of %d, %s", stepWord(&c), st.CurrentBatch, total, counts)
+		counts = fmt.Sprintf("%s %d of %d%s, %s", stepWord(&c), st.CurrentBatch, total, blueGreenStepSuffix(&c, st.CurrentBatch), counts)
 	}
 	if a := abortLine(&c); a != "" {
 		counts = a + "; " + counts
@@ -166,7 +169,7 @@ func canaryStepNodes(c *v1alpha1.Canary, f *fleet) *Node {
 		return nil
 	}
 	batches := &Node{Name: "batches", Info: fmt.Sprintf("current %d of %d, pauseType %s", c.Status.CurrentBatch, len(c.Status.Batches), orDefault(string(c.Spec.PauseType), string(v1alpha1.PauseFirst)))}
-	if len(c.Spec.Steps) > 0 {
+	if stepWord(c) == "step" {
 		batches.Name, batches.Info = "steps", fmt.Sprintf("current %d of %d", c.Status.CurrentBatch, len(c.Status.Batches))
 	}
 	for _, b := range c.Status.Batches {
@@ -209,7 +212,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 	}
 	f := targetFleet(&c, target) // fleet.go
 	st, stErr := canaryFleetStatus(obj, udOf(f))
-	root := workloadNode(Canary, obj, obj, st, stErr, c.Status.CanaryAvailable+c.Status.StableAvailable, c.Total())
+	root := workloadNode(Canary, obj, obj, st, stErr, canaryReady(&c), c.Total())
 	if batches := canaryStepNodes(&c, f); batches != nil {
 		root.Children = append(root.Children, batches)
 	}
@@ -235,7 +238,7 @@ func (t *treeReader) canary(obj *unstructured.Unstructured) (*Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
 		}
-		n.Info = deploymentInfo(d.role, deploy)
+		n.Info = deploymentInfo(blueGreenRole(&c, d.name, d.role), deploy) // canary_bluegreen.go
 		root.Children = append(root.Children, n)
 	}
 	return root, nil

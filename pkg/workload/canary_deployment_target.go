@@ -60,7 +60,7 @@ func (t *treeReader) deploymentTargetNodes(c *v1alpha1.Canary) ([]*Node, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s Deployment %q: %w", d.role, d.name, err)
 		}
-		n.Info = deploymentInfo(d.role, deploy)
+		n.Info = deploymentInfo(blueGreenRole(c, d.name, d.role), deploy) // canary_bluegreen.go
 		if d.role == "target" {
 			n.Info += "; " + targetCounts(c)
 		}

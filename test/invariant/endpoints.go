@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -20,6 +22,34 @@ import (
 // blue-green release switches between, told apart by their pod names). Every state of every
 // slice is checked, and the slices together.
 func OneVersion(ctx context.Context, kube kubernetes.Interface, ns, service string, versions ...string) *Watcher {
+	return oneVersion(ctx, kube, ns, service, func(_ context.Context, pod string) string { return VersionOf(pod, versions) })
+}
+
+// OneTemplate is OneVersion with the version of a pod read from the pod itself by versionOf
+// (its image, a label of its template), not from its name: two Deployments may run the same
+// version, as the temporary Deployment of a Deployment target and the Deployment itself after
+// the hand-over. Each pod is read once, when its endpoint is first seen; one that is gone by
+// then counts as a version of its own ("pod NAME not found").
+func OneTemplate(ctx context.Context, kube kubernetes.Interface, ns, service string, versionOf func(*corev1.Pod) string) *Watcher {
+	known := map[string]string{} // only used under the watcher's lock, by its check
+	return oneVersion(ctx, kube, ns, service, func(ctx context.Context, name string) string {
+		if v, ok := known[name]; ok {
+			return v
+		}
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Sprintf("pod %s not found", name)
+		case err != nil:
+			return fmt.Sprintf("pod %s unread: %v", name, err) // not memoized: read again next time
+		}
+		known[name] = versionOf(p)
+		return known[name]
+	})
+}
+
+// oneVersion is OneVersion with the version of a pod given by its name.
+func oneVersion(ctx context.Context, kube kubernetes.Interface, ns, service string, versionOf func(ctx context.Context, pod string) string) *Watcher {
 	selector := discoveryv1.LabelServiceName + "=" + service
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -36,7 +66,7 @@ func OneVersion(ctx context.Context, kube kubernetes.Interface, ns, service stri
 		for _, o := range store.List() {
 			for _, ep := range o.(*discoveryv1.EndpointSlice).Endpoints {
 				if ep.TargetRef != nil {
-					out[VersionOf(ep.TargetRef.Name, versions)]++
+					out[versionOf(ctx, ep.TargetRef.Name)]++
 				}
 			}
 		}

@@ -61,3 +61,34 @@ func TestOneVersionReportsBothVersions(t *testing.T) {
 		t.Errorf("violations %q", v)
 	}
 }
+
+// pod is pod name of namespace shop running image.
+func pod(name, image string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}
+}
+
+// OneTemplate tells versions by the pods themselves: pods of two Deployments on one image are
+// one version; a pod on another image beside them is reported at once.
+func TestOneTemplateTellsVersionsByPod(t *testing.T) {
+	kube := k8sfake.NewClientset(slice("checkout-a", "checkout-1", "checkout-canary-1"),
+		pod("checkout-1", "v2"), pod("checkout-canary-1", "v2"), pod("checkout-2", "v1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := OneTemplate(ctx, kube, "shop", "checkout", func(p *corev1.Pod) string { return p.Spec.Containers[0].Image })
+	if len(w.Violations()) != 0 {
+		t.Fatalf("violations with one image on two Deployments: %q", w.Violations())
+	}
+	if _, err := kube.DiscoveryV1().EndpointSlices("shop").Update(ctx, slice("checkout-a", "checkout-1", "checkout-canary-1", "checkout-2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return w.Count() > 0, nil
+	}); err != nil {
+		t.Fatalf("no violation reported with two images (events %d)", w.Events())
+	}
+	w.Stop()
+	if v := w.Violations(); len(v) != 1 || !strings.Contains(v[0], `selects pods of 2 versions: "v1": 1 endpoints, "v2": 2 endpoints`) {
+		t.Errorf("violations %q", v)
+	}
+}

@@ -306,6 +306,15 @@ func TestStatusOnce(t *testing.T) {
 		{"canary-steps-template-checks", stepsCanary(fromTemplate), []string{"canary/checkout"}},
 		{"canary-bluegreen-preview", blueGreenCanary(1, nil), []string{"canary/checkout"}},
 		{"canary-bluegreen-switched", blueGreenCanary(3, nil), []string{"canary/checkout"}},
+		{"canary-bluegreen-route-switched", blueGreenCanary(3, func(c *v1alpha1.Canary) {
+			c.Spec.BlueGreen.ActiveService, c.Spec.BlueGreen.PreviewService = "checkout-stable", "checkout-new"
+			c.Spec.TrafficRouting = &v1alpha1.CanaryTrafficRouting{GatewayAPI: v1alpha1.GatewayAPITrafficRouting{
+				HTTPRoute: "checkout", StableService: "checkout-stable", CanaryService: "checkout-new"}}
+		}), []string{"canary/checkout"}},
+		{"canary-bluegreen-target-switched", blueGreenCanary(3, func(c *v1alpha1.Canary) {
+			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "checkout"}
+		}), []string{"canary/checkout"}},
 		{"deploy-progressing", deploy(nil), []string{"deploy/front"}},
 		{"deploy-deadline-exceeded", deploy(func(d *appsv1.Deployment) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: "False", Reason: "ProgressDeadlineExceeded"}}

@@ -132,6 +132,8 @@ func (r *pairPlan) desiredTraffic() (int32, []v1alpha1.CanaryHeaderMatch) {
 	cn, st := r.canary, &r.status
 	avail := r.canaryAvailable()
 	switch {
+	case cn.Spec.BlueGreen != nil:
+		return r.blueGreenWeight(), nil // release_bluegreen.go
 	case r.rollsBack() && r.obs.stable != nil && r.obs.stable.Status.AvailableReplicas == 0:
 		// Aborted after completion: no stable pod serves yet. Routing to it would be an outage;
 		// the canary keeps its weight until the first stable pod is available.
@@ -202,7 +204,7 @@ func (r *pairPlan) holdWrites(hold func(deploymentWrite) bool) {
 }
 
 // boundStable keeps the stable Deployment at what its weight (100 − the route's canary weight)
-// needs: ceil(replicas × weight / 100). With spec.dynamicStableScale it shrinks to exactly that
+// needs: ceil(replicas × weight / 100), or all of spec.replicas for a blue-green release. With spec.dynamicStableScale it shrinks to exactly that
 // as the weight falls; otherwise it only never goes below it.
 func (r *pairPlan) boundStable(canaryWeight int32) {
 	if r.stable == nil || r.rollsBack() {
@@ -210,6 +212,9 @@ func (r *pairPlan) boundStable(canaryWeight int32) {
 	}
 	replicas := r.canary.Spec.Replicas
 	floor := (replicas*(100-canaryWeight) + 99) / 100
+	if r.canary.Spec.BlueGreen != nil && canaryWeight < 100 {
+		floor = replicas // the old side stays whole while the route sends it anything
+	}
 	planned := replicasOf(r.stable)
 	target := max(planned, floor)
 	if r.canary.Spec.DynamicStableScale && r.status.CurrentBatch > 0 {

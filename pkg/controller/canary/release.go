@@ -11,7 +11,9 @@ import (
 // released in place through its partition (spec.targetRef of a StatefulSet, TApp,
 // UnitedDeployment or DaemonSet: release_inplace.go), or the user's own Deployment held paused
 // while a temporary canary Deployment carries its new template (spec.targetRef of a Deployment:
-// release_deployment.go). releaseFor chooses it once per sync; no other code asks which one it is.
+// release_deployment.go), and the blue-green forms of the pair and of a Deployment target
+// (release_bluegreen.go, release_bluegreen_target.go). releaseFor chooses it once per sync; no
+// other code asks which one it is.
 //
 // The step machine (steps.go, bake.go: steps, pauses, analysis, deadline, approvals) drives a
 // releasePlan and knows no mode; a releasePlan never calls the step machine. Adding a mode is a
@@ -94,6 +96,8 @@ func releaseFor(cn *v1alpha1.Canary) release {
 		return blueGreenRelease{}
 	case ref == nil:
 		return pairRelease{}
+	case ref.Kind == kindDeployment && cn.Spec.BlueGreen != nil:
+		return blueGreenTargetRelease{}
 	case ref.Kind == kindDeployment:
 		return deploymentRelease{}
 	default:

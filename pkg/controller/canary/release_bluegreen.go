@@ -28,6 +28,14 @@ import (
 // analysis, the last step's the scale-down delay. route keeps the active side whole: no pod of
 // the side the active Service selects (after this sync's writes) goes, and no canary pod comes
 // before the active Service is pinned to the stable pods.
+//
+// With spec.trafficRouting the switch is the HTTPRoute's weights instead (docs/canary.md,
+// "Blue-green through an HTTPRoute"): the route's stable and canary Services are the active and
+// preview Services (the schema requires it), each selecting its side by the user's own labels;
+// the agent writes no selector and adds no label to the stable pods, and the pair's traffic
+// planner (pair_traffic.go) moves the canary weight from 0 to 100 at the switch step and back
+// to 0 on a rollback, with its holds: no canary pod goes while the route gives it weight, no
+// stable pod while the route gives it weight.
 
 // blueGreenRelease is the release mode of a blue-green Deployment pair: the pair's names,
 // watches and (no) hold, with its own observation and planner.
@@ -38,6 +46,11 @@ func (blueGreenRelease) observe(ctx context.Context, c *Controller, obs *observe
 	if err := (pairRelease{}).observe(ctx, c, obs); err != nil {
 		return err
 	}
+	return observeBlueGreenServices(ctx, c, obs)
+}
+
+// observeBlueGreenServices reads the two Services of spec.blueGreen.
+func observeBlueGreenServices(ctx context.Context, c *Controller, obs *observed) error {
 	cn := obs.canary
 	var err error
 	if obs.activeSvc, err = c.getService(ctx, cn.Namespace, cn.Spec.BlueGreen.ActiveService); err != nil {
@@ -79,13 +92,17 @@ func withSideLabel(t *corev1.PodTemplateSpec, side string) *corev1.PodTemplateSp
 // selectors.
 type blueGreenPlan struct {
 	*pairPlan
+	// userLabels: the pods of the stable side carry the blue-green label by the user's template
+	// (a Deployment target, checked as the release begins); the agent never adds it.
+	userLabels bool
 	// labelStable is the merge patch adding the blue-green label to the stable pod template
 	// (which rolls its pods once), nil for none.
 	labelStable []byte
 	// active is the side the active Service selects after this sync's writes ("" for none yet);
 	// serviceWrites are the selector writes, in order.
-	active        string
-	serviceWrites []serviceWrite
+	// preview is the side the preview Service selects after them ("" for none decided).
+	active, preview string
+	serviceWrites   []serviceWrite
 }
 
 // serviceWrite sets the blue-green key of a Service's selector from one side to another.
@@ -95,17 +112,27 @@ type serviceWrite struct{ service, from, to string }
 // Services that do not exist.
 func (r *blueGreenPlan) begin() course {
 	c := r.pairPlan.begin()
-	if c == decided {
-		return c
+	if c == decided || !r.sideNamesFit(r.names.stable, r.names.canary) || !r.servicesExist() {
+		return decided
 	}
-	for _, name := range []string{r.names.stable, r.names.canary} {
+	return c
+}
+
+// sideNamesFit refuses Deployment names too long for the value of the blue-green label.
+func (r *blueGreenPlan) sideNamesFit(names ...string) bool {
+	for _, name := range names {
 		if len(name) > 63 {
 			r.setDegraded(v1alpha1.ReasonInvalidSpec, fmt.Sprintf(
 				"Deployment name %q is longer than 63 characters: a blue-green release labels the pods of each side with the name of its Deployment (label %s)",
 				name, v1alpha1.LabelBlueGreen))
-			return decided
+			return false
 		}
 	}
+	return true
+}
+
+// servicesExist refuses Services of spec.blueGreen that do not exist.
+func (r *blueGreenPlan) servicesExist() bool {
 	bg := r.canary.Spec.BlueGreen
 	for _, s := range []struct {
 		name string
@@ -114,16 +141,16 @@ func (r *blueGreenPlan) begin() course {
 		if s.svc == nil {
 			r.setDegraded(v1alpha1.ReasonServiceNotFound, fmt.Sprintf(
 				"Service %q of spec.blueGreen not found in namespace %q: nothing is changed until it exists", s.name, r.canary.Namespace))
-			return decided
+			return false
 		}
 	}
-	return c
+	return true
 }
 
 // beforeFirstStep labels the stable pod template, when it is not yet, before the snapshot is
 // taken: a rollback restores the snapshot, whose pods the active Service must keep selecting.
 func (r *blueGreenPlan) beforeFirstStep() {
-	if r.stable.Spec.Template.Labels[v1alpha1.LabelBlueGreen] != r.names.stable {
+	if !r.byRoute() && r.stable.Spec.Template.Labels[v1alpha1.LabelBlueGreen] != r.names.stable {
 		d := r.stable.DeepCopy()
 		d.Spec.Template = *withSideLabel(&d.Spec.Template, r.names.stable)
 		r.labelStable = fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"labels":{%q:%q}}}}}`, v1alpha1.LabelBlueGreen, r.names.stable)
@@ -134,6 +161,9 @@ func (r *blueGreenPlan) beforeFirstStep() {
 
 // stableLabeled reports whether every stable pod carries the blue-green label, as last observed.
 func (r *blueGreenPlan) stableLabeled() bool {
+	if r.userLabels {
+		return true
+	}
 	s := r.obs.stable
 	return r.labelStable == nil && s.Spec.Template.Labels[v1alpha1.LabelBlueGreen] == r.names.stable &&
 		statusObserved(s) && s.Status.UpdatedReplicas == s.Status.Replicas
@@ -150,7 +180,7 @@ func (r *blueGreenPlan) move(target int32, hold bool) {
 	if cur := replicasOf(r.stable); cur != want && (!hold || want > cur) {
 		r.scaleStable(want)
 	}
-	if hold || !r.stableLabeled() {
+	if hold || (!r.byRoute() && !r.stableLabeled()) {
 		return
 	}
 	d := r.canaryDep
@@ -163,16 +193,60 @@ func (r *blueGreenPlan) move(target int32, hold bool) {
 	}
 }
 
-// switched reports whether the release is past its switch: the active Service selects the
-// canary pods.
-func (r *blueGreenPlan) switched() bool {
+// switched reports whether a blue-green release is past its switch: the active Service (or the
+// route) sends every request to the canary pods.
+func (r *decision) switched() bool {
 	return !r.rollsBack() && !r.aborted() && r.status.CurrentBatch >= v1alpha1.BlueGreenSwitchStep(&r.canary.Spec)
+}
+
+// byRoute reports whether the release switches by the HTTPRoute's weights rather than by the
+// Services' selectors.
+func (r *decision) byRoute() bool { return r.canary.Spec.TrafficRouting != nil }
+
+// blueGreenWeight is the canary weight of a blue-green release switching by the route: none
+// before the switch, all of it from the switch on, none again on a rollback once every stable
+// pod is available (until then the new pods keep what they have).
+func (r *pairPlan) blueGreenWeight() int32 {
+	switch {
+	case r.rollsBack() && !r.stableReady(r.canary.Spec.Replicas):
+		return r.traffic.current.CanaryWeight
+	case r.rollsBack():
+		return 0
+	case r.switched() || r.phase == v1alpha1.CanaryCompleted:
+		return 100
+	}
+	return 0
+}
+
+// routeSide is the side the route sends every request to after this sync's writes, "" while it
+// splits them (or cannot be used).
+func (r *blueGreenPlan) routeSide() string {
+	t := r.traffic
+	if t == nil || t.reason != "" {
+		return ""
+	}
+	w := t.current.CanaryWeight
+	if t.patch != nil {
+		w = t.weight
+	}
+	switch w {
+	case 0:
+		return r.names.stable
+	case 100:
+		return r.names.canary
+	}
+	return ""
 }
 
 // route decides the Services' selectors, then holds back the Deployment writes that would take
 // pods from the side the active Service selects, or bring canary pods up before it is pinned to
 // the stable ones. The Services are written before any Deployment (execute).
 func (r *blueGreenPlan) route() {
+	if r.byRoute() {
+		r.pairPlan.route()
+		r.active = r.routeSide()
+		return
+	}
 	if r.degraded || r.obs.activeSvc == nil || r.obs.previewSvc == nil {
 		return
 	}
@@ -181,6 +255,9 @@ func (r *blueGreenPlan) route() {
 	cur := r.obs.activeSvc.Spec.Selector[v1alpha1.LabelBlueGreen]
 	r.active = cur
 	switch {
+	case r.handingBack && (r.canaryDep == nil || r.stableReady(r.canary.Spec.Replicas)):
+		r.active = stable // a Deployment target's own pods, on the new template (release_bluegreen_target.go)
+	case r.handingBack:
 	case r.switched():
 		r.active = canary
 	case r.stableLabeled() && r.stableReady(r.canary.Spec.Replicas):
@@ -189,8 +266,15 @@ func (r *blueGreenPlan) route() {
 	if r.active != cur {
 		r.serviceWrites = append(r.serviceWrites, serviceWrite{bg.ActiveService, cur, r.active})
 	}
-	if p := r.obs.previewSvc.Spec.Selector[v1alpha1.LabelBlueGreen]; p != canary && r.active != "" {
-		r.serviceWrites = append(r.serviceWrites, serviceWrite{bg.PreviewService, p, canary})
+	preview := canary
+	if r.userLabels && (r.canaryDep == nil || r.handingBack && r.active == stable) {
+		preview = stable // a Deployment target between releases, or handed over: its own pods
+	}
+	if r.active != "" {
+		r.preview = preview
+		if p := r.obs.previewSvc.Spec.Selector[v1alpha1.LabelBlueGreen]; p != preview {
+			r.serviceWrites = append(r.serviceWrites, serviceWrite{bg.PreviewService, p, preview})
+		}
 	}
 	r.holdWrites(func(w deploymentWrite) bool {
 		switch {
@@ -239,11 +323,20 @@ func (r *blueGreenPlan) rollback() {
 // fillStatus fills the pair's replica counts and where the Services point.
 func (r *blueGreenPlan) fillStatus(st *v1alpha1.CanaryStatus) {
 	r.pairPlan.fillStatus(st)
-	bs := &v1alpha1.CanaryBlueGreenStatus{Active: r.active, Preview: r.names.canary}
-	if r.active == "" && r.obs.activeSvc != nil {
+	r.fillBlueGreenStatus(st)
+}
+
+// fillBlueGreenStatus fills status.blueGreen: where the Services point, and when the old
+// version is scaled down.
+func (r *blueGreenPlan) fillBlueGreenStatus(st *v1alpha1.CanaryStatus) {
+	bs := &v1alpha1.CanaryBlueGreenStatus{Active: r.active, Preview: r.preview}
+	switch {
+	case r.byRoute():
+		bs.Preview = r.names.canary
+	case r.active == "" && r.obs.activeSvc != nil:
 		bs.Active = r.obs.activeSvc.Spec.Selector[v1alpha1.LabelBlueGreen]
 	}
-	if p := r.obs.previewSvc; len(r.serviceWrites) == 0 && p != nil {
+	if p := r.obs.previewSvc; bs.Preview == "" && p != nil {
 		bs.Preview = p.Spec.Selector[v1alpha1.LabelBlueGreen]
 	}
 	if n := int32(len(st.Batches)); n > 0 && st.CurrentBatch == n && !r.rollsBack() {
@@ -257,15 +350,8 @@ func (r *blueGreenPlan) fillStatus(st *v1alpha1.CanaryStatus) {
 // execute writes the Services' selectors, then the label of the stable pod template, then the
 // pair's Deployment writes, stopping at the first the API server refuses.
 func (r *blueGreenPlan) execute(ctx context.Context, c *Controller) (*failure, error) {
-	for _, w := range r.serviceWrites {
-		patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%q}}}`, v1alpha1.LabelBlueGreen, w.to)
-		_, err := c.kubeClient.CoreV1().Services(r.canary.Namespace).Patch(ctx, w.service, types.MergePatchType, patch,
-			metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
-		if err != nil {
-			return r.refused(c, fmt.Sprintf("setting the selector of Service %q to the pods of %q", w.service, w.to), err)
-		}
-		c.Recorder.Eventf(r.canary, corev1.EventTypeNormal, v1alpha1.EventServiceSwitched,
-			"Service %q selects the pods of Deployment %q (selector %s=%s)", w.service, w.to, v1alpha1.LabelBlueGreen, w.to)
+	if f, err := r.writeServices(ctx, c); f != nil || err != nil {
+		return f, err
 	}
 	if r.labelStable != nil {
 		out, err := c.kubeClient.AppsV1().Deployments(r.canary.Namespace).Patch(ctx, r.names.stable, types.MergePatchType, r.labelStable,
@@ -278,6 +364,21 @@ func (r *blueGreenPlan) execute(ctx context.Context, c *Controller) (*failure, e
 			"added label %s=%s to the pod template of stable Deployment %q: its pods roll once, by its own strategy", v1alpha1.LabelBlueGreen, r.names.stable, r.names.stable)
 	}
 	return r.pairPlan.execute(ctx, c)
+}
+
+// writeServices writes the Services' selectors, in order.
+func (r *blueGreenPlan) writeServices(ctx context.Context, c *Controller) (*failure, error) {
+	for _, w := range r.serviceWrites {
+		patch := fmt.Appendf(nil, `{"spec":{"selector":{%q:%q}}}`, v1alpha1.LabelBlueGreen, w.to)
+		_, err := c.kubeClient.CoreV1().Services(r.canary.Namespace).Patch(ctx, w.service, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerAgent})
+		if err != nil {
+			return r.refused(c, fmt.Sprintf("setting the selector of Service %q to the pods of %q", w.service, w.to), err)
+		}
+		c.Recorder.Eventf(r.canary, corev1.EventTypeNormal, v1alpha1.EventServiceSwitched,
+			"Service %q selects the pods of Deployment %q (selector %s=%s)", w.service, w.to, v1alpha1.LabelBlueGreen, w.to)
+	}
+	return nil, nil
 }
 
 // refused reports a write the API server refused, as a failure shown on the Canary.

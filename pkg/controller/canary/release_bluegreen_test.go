@@ -43,14 +43,19 @@ func blueGreenCanary(edit func(*v1alpha1.CanaryBlueGreen)) *v1alpha1.Canary {
 // selecting app=checkout.
 func blueGreenFixture(t *testing.T, cn *v1alpha1.Canary) *fixture {
 	t.Helper()
-	f := newFixture(t, cn, newStable(4))
+	return withBlueGreenServices(newFixture(t, cn, newStable(4)))
+}
+
+// withBlueGreenServices adds Services checkout and checkout-preview, selecting app=checkout.
+func withBlueGreenServices(f *fixture) *fixture {
+	f.t.Helper()
 	for _, name := range []string{"checkout", "checkout-preview"} {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "checkout"}},
 		}
 		if err := f.kube.Tracker().Add(svc); err != nil {
-			t.Fatal(err)
+			f.t.Fatal(err)
 		}
 	}
 	return f

@@ -77,7 +77,13 @@ func (deploymentRelease) observe(ctx context.Context, c *Controller, obs *observ
 }
 
 func (deploymentRelease) plan(d *decision) releasePlan {
-	return &deploymentPlan{pairPlan: newPairPlan(d, pairNames{})}
+	return newDeploymentPlan(d)
+}
+
+func newDeploymentPlan(d *decision) *deploymentPlan {
+	r := &deploymentPlan{pairPlan: newPairPlan(d, pairNames{})}
+	r.pairRollback, r.handOver = r.pairPlan.rollback, r.handOverSteps
+	return r
 }
 
 // deploymentPlan is a Deployment target's side of one sync's plan: the pair's planner over the
@@ -95,6 +101,11 @@ type deploymentPlan struct {
 	depWrites []depTargetWrite
 	// firstHold: the target is held for the first time this sync (its template just recorded).
 	firstHold bool
+	// pairRollback is the rollback of the two Deployments (the pair's, or a blue-green one's).
+	pairRollback func()
+	// handOver gives the release back to the target once its steps are complete (handOverSteps,
+	// or a blue-green one).
+	handOver func()
 }
 
 // begin refuses a target it cannot release, hands the target and the temporary canary
@@ -217,7 +228,7 @@ func (r *deploymentPlan) rollback() {
 	if !d.Spec.Paused && statusObserved(d) {
 		r.setPaused(true)
 	}
-	r.pairPlan.rollback()
+	r.pairRollback()
 	if r.phase != v1alpha1.CanaryRolledBack {
 		return
 	}
@@ -361,18 +372,13 @@ func (r *deploymentPlan) holdDeploymentTarget() {
 	}
 }
 
-// handOver scales the target (its new template's ReplicaSet) back up to spec.replicas while
+// handOverSteps scales the target (its new template's ReplicaSet) back up to spec.replicas while
 // the temporary canary Deployment is scaled down as the target's pods become available, within
 // the surge bound; then deletes the canary Deployment and completes the release.
-func (r *deploymentPlan) handOver() {
-	d := r.stable
+func (r *deploymentPlan) handOverSteps() {
 	replicas := r.canary.Spec.Replicas
-	if !d.Spec.Paused {
-		if !statusObserved(d) {
-			r.handOverMessage() // its controller has not made the new ReplicaSet yet
-			return
-		}
-		r.setPaused(true)
+	if !r.pauseForHandOver() {
+		return
 	}
 	if cur := replicasOf(r.stable); cur < replicas {
 		if grow := min(replicas, cur+r.surgeRoom()); grow != cur {
@@ -385,6 +391,28 @@ func (r *deploymentPlan) handOver() {
 			r.scaleCanary(keep)
 		}
 	}
+	r.finishHandOver()
+}
+
+// pauseForHandOver pauses the target again once its controller made the ReplicaSet of its new
+// template; false while it has not.
+func (r *deploymentPlan) pauseForHandOver() bool {
+	d := r.stable
+	if !d.Spec.Paused {
+		if !statusObserved(d) {
+			r.handOverMessage() // its controller has not made the new ReplicaSet yet
+			return false
+		}
+		r.setPaused(true)
+	}
+	return true
+}
+
+// finishHandOver deletes the temporary canary Deployment and completes the release once the
+// target serves every replica and the temporary Deployment has no pod left.
+func (r *deploymentPlan) finishHandOver() {
+	d := r.stable
+	replicas := r.canary.Spec.Replicas
 	if !r.stableReady(replicas) || podsOf(r.canaryDep) > 0 || !statusObserved(r.canaryDep) {
 		r.handOverMessage()
 		return

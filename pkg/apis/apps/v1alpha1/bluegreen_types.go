@@ -13,14 +13,16 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type CanaryBlueGreen struct {
 	// ActiveService names the Service of the live traffic, in the Canary's namespace: the agent
 	// adds the key apps.workload.dev/bluegreen to its selector, selecting the stable pods until
-	// the switch and the new ones after it.
+	// the switch and the new ones after it. With trafficRouting it is the route's stableService,
+	// whose selector the agent leaves alone: the route's weights switch instead.
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="blueGreen.activeService must be a valid Service name (DNS-1035 label)"
 	// +required
 	ActiveService string `json:"activeService"`
 
 	// PreviewService names the Service that selects the new pods before the switch (and the
-	// active ones after it), in the Canary's namespace.
+	// active ones after it), in the Canary's namespace. With trafficRouting it is the route's
+	// canaryService, selecting the new pods by the user's own labels.
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="blueGreen.previewService must be a valid Service name (DNS-1035 label)"
 	// +required
