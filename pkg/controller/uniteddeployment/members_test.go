@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -462,5 +463,34 @@ func TestSubsetMovedToMember(t *testing.T) {
 	}
 	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "delete statefulsets web-eu-") {
 		t.Fatalf("hub actions %v, want the hub's eu StatefulSet deleted", mf.actions())
+	}
+}
+
+// TestMemberConflictIsLagging: a member refusing an update with a conflict (its cache behind,
+// as after an outage) fails the sync with an error the workers take for a lagging cache
+// (apierrors.IsConflict: requeued quietly, as on the hub), naming the cluster, redacted.
+func TestMemberConflictIsLagging(t *testing.T) {
+	ud := withFinalizer(memberUD())
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), ud)
+	mf.syncUntilMember(t)
+	mf.sync("web")
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	waitUntil(t, func() bool { l, _ := m.StatefulSets.List(labels.Everything()); return len(l) == 1 })
+	mf.observe()
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	mf.member.calls()
+
+	mf.member.fail["update statefulsets"] = apierrors.NewConflict(appsv1.Resource("statefulsets"), "web-eu-x1",
+		errors.New(`the object has been modified (token: s3cr3t)`))
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:0") })
+	err := mf.trySync("web")
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("sync error %v: want a conflict", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "in cluster fleet/member-1") || strings.Contains(msg, "s3cr3t") {
+		t.Fatalf("sync error %q: want the cluster named, no token", msg)
+	}
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls %v, want one StatefulSet update", calls)
 	}
 }
