@@ -197,7 +197,14 @@ func (r *Registry) build(key string, cp *cpv1alpha1.ClusterProfile, fp string) (
 		return nil, fmt.Errorf("ClusterProfile %s: %s", key, Redact(err.Error()))
 	}
 	cfg.UserAgent, cfg.QPS, cfg.Burst = r.opts.UserAgent, r.opts.QPS, r.opts.Burst
-	h := &health{changed: func() { r.notifyProfile(cp.Namespace, cp.Name) }}
+	var m *Member
+	h := &health{}
+	h.changed = func() {
+		if ok, _ := h.get(); ok {
+			r.caughtOut(key, m)
+		}
+		r.notifyProfile(cp.Namespace, cp.Name)
+	}
 	cfg.Wrap(h.wrap)
 	if r.opts.Fence != nil {
 		// Outermost: a write the fence refuses never reaches the member nor counts against it.
@@ -208,7 +215,7 @@ func (r *Registry) build(key string, cp *cpv1alpha1.ClusterProfile, fp string) (
 		return nil, fmt.Errorf("ClusterProfile %s: clients: %s", key, Redact(err.Error()))
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	m := newMember(key, clients, h, fp, cancel)
+	m = newMember(key, clients, h, fp, cancel)
 	if err := m.watch(ctx, r.opts, r.notifyWorkload); err != nil {
 		cancel()
 		return nil, err
@@ -220,6 +227,22 @@ func (r *Registry) drop(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m := r.members[key]; m != nil {
+		m.stop()
+		delete(r.members, key)
+	}
+}
+
+// caughtOut drops member m, back from an outage, so that its next use builds it anew. Its
+// informers' caches are as old as the outage: a reflector whose watch is refused retries the
+// watch, not a list, with a backoff that has grown to 30-60 s after half a minute down, so for
+// up to a minute after the member answers again its caches would miss every change made there
+// meanwhile (the member's controllers update its workloads' status), and each write from them
+// would be refused with a conflict. A member built anew lists at once, and the controller waits
+// for that list (HasSynced) before it writes.
+func (r *Registry) caughtOut(key string, m *Member) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m != nil && r.members[key] == m {
 		m.stop()
 		delete(r.members, key)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,5 +271,48 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMemberRebuiltAfterOutage: a member answering again after failing is built anew (its
+// informers stopped, new ones list at once), so that no write is made from caches as old as
+// the outage; the UnitedDeployments naming it are told both times.
+func TestMemberRebuiltAfterOutage(t *testing.T) {
+	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
+	var told atomic.Int32
+	f.reg.OnProfile(func(ns, name string) { told.Add(1) })
+	m, err := f.reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m.HasSynced)
+	kube := f.members["https://127.0.0.1:6443"]
+	lists := func() int {
+		n := 0
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "statefulsets" {
+				n++
+			}
+		}
+		return n
+	}
+	m.health.set("the member's API server did not answer: connection refused")
+	if again, _ := f.reg.Member(ref1); again != m {
+		t.Fatal("member rebuilt while still failing")
+	}
+	m.health.set("")
+	n, err := f.reg.Member(ref1)
+	if err != nil || n == m {
+		t.Fatalf("Member after the outage: %p, %v; want a new member", n, err)
+	}
+	if m.ctx.Err() == nil {
+		t.Fatal("the old member's informers were not stopped")
+	}
+	waitFor(t, n.HasSynced)
+	if got := lists(); got != 2 {
+		t.Fatalf("%d lists of statefulsets, want 2 (the first build, the rebuild)", got)
+	}
+	if got := told.Load(); got != 2 {
+		t.Fatalf("OnProfile called %d times, want 2 (down, back)", got)
 	}
 }
