@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
@@ -37,10 +39,21 @@ type Member struct {
 	notify   func(namespace, name string, e Event)
 	tapps    listers.TAppLister
 	tappSync cache.InformerSynced
+	// refused is the member's answer that it serves no TApps, and when it was given: kept for
+	// TAppRecheck, or until its ClusterProfile changes (forgetRefusal).
+	refused   error
+	refusedAt time.Time
+	now       func() time.Time
 }
 
+// TAppRecheck is how long a member's answer that it serves no TApps is believed: without it
+// every sync of a UnitedDeployment with a TApp subset there would ask discovery again. A
+// member whose workload CRDs are installed meanwhile is seen within this time, or at once when
+// its ClusterProfile changes.
+const TAppRecheck = time.Minute
+
 func newMember(key string, c Clients, h *health, fp string, cancel context.CancelFunc) *Member {
-	return &Member{Profile: key, Clients: c, health: h, fingerprint: fp, cancel: cancel}
+	return &Member{Profile: key, Clients: c, health: h, fingerprint: fp, cancel: cancel, now: time.Now}
 }
 
 // watch starts the member's StatefulSet and Deployment informers, filtered by MemberSelector.
@@ -102,15 +115,20 @@ func (m *Member) HasSynced() bool {
 	return tapps == nil || tapps()
 }
 
-// TApps returns the member's TApp lister, after checking once (discovery) that the member serves
+// TApps returns the member's TApp lister, after checking (discovery) that the member serves
 // tapps.apps.workload.dev: a TApp subset needs the workload CRDs, and an agent running the TApp
-// controller, in its member. The error names the cluster.
+// controller, in its member. A yes starts the informer for good; a no is kept for TAppRecheck
+// (a discovery that failed is not an answer and is not kept). The error names the cluster.
 func (m *Member) TApps() (listers.TAppLister, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.tapps != nil {
 		return m.tapps, nil
 	}
+	if m.refused != nil && m.now().Sub(m.refusedAt) < TAppRecheck {
+		return nil, m.refused
+	}
+	m.refused = nil
 	gv := appsv1alpha1.SchemeGroupVersion.String()
 	list, err := m.Kube.Discovery().ServerResourcesForGroupVersion(gv)
 	served := false
@@ -121,10 +139,14 @@ func (m *Member) TApps() (listers.TAppLister, error) {
 	}
 	if !served {
 		why := "it does not serve tapps." + appsv1alpha1.SchemeGroupVersion.Group
-		if err != nil {
+		if err != nil && !apierrors.IsNotFound(err) {
 			why = "discovery of " + gv + " failed: " + Redact(err.Error())
 		}
-		return nil, fmt.Errorf("cluster %s cannot run a TApp subset: %s; install the workload CRDs and agent there, or use a StatefulSet or Deployment template", m.Profile, why)
+		refused := fmt.Errorf("cluster %s cannot run a TApp subset: %s; install the workload CRDs and agent there, or use a StatefulSet or Deployment template", m.Profile, why)
+		if err == nil || apierrors.IsNotFound(err) {
+			m.refused, m.refusedAt = refused, m.now()
+		}
+		return nil, refused
 	}
 	f := externalversions.NewSharedInformerFactoryWithOptions(m.Workloads, m.opts.Resync,
 		externalversions.WithNamespace(m.opts.Namespace),
@@ -137,6 +159,14 @@ func (m *Member) TApps() (listers.TAppLister, error) {
 	m.tapps, m.tappSync = inf.Lister(), inf.Informer().HasSynced
 	f.Start(m.ctx.Done())
 	return m.tapps, nil
+}
+
+// forgetRefusal drops the member's last answer that it serves no TApps: its ClusterProfile
+// changed, the cluster manager may have changed the cluster too.
+func (m *Member) forgetRefusal() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refused = nil
 }
 
 // Reachable reports whether the member answered the agent's last request, and why not. When it

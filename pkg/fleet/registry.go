@@ -85,8 +85,15 @@ func New(opts Options, profiles cache.SharedIndexInformer) (*Registry, error) {
 		return r, nil
 	}
 	_, err := profiles.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    r.profileChanged,
-		UpdateFunc: func(_, cur any) { r.profileChanged(cur) },
+		AddFunc: r.profileChanged,
+		UpdateFunc: func(old, cur any) {
+			r.profileChanged(cur)
+			if o, ok := old.(*cpv1alpha1.ClusterProfile); ok {
+				if c, ok := cur.(*cpv1alpha1.ClusterProfile); ok && o.ResourceVersion != c.ResourceVersion {
+					r.profileUpdated(c)
+				}
+			}
+		},
 		DeleteFunc: r.profileChanged,
 	})
 	return r, err
@@ -277,6 +284,17 @@ func (r *Registry) profileChanged(obj any) {
 		}
 	}
 	r.notifyProfile(cp.Namespace, cp.Name)
+}
+
+// profileUpdated makes the member of a changed ClusterProfile (not a resync's) ask again
+// whether it serves TApps.
+func (r *Registry) profileUpdated(cp *cpv1alpha1.ClusterProfile) {
+	r.mu.Lock()
+	m := r.members[cp.Namespace+"/"+cp.Name]
+	r.mu.Unlock()
+	if m != nil {
+		m.forgetRefusal()
+	}
 }
 
 // notifyProfile tells the OnProfile handlers that a member's state may have changed: its

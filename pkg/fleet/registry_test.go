@@ -12,9 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	core "k8s.io/client-go/testing"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -221,20 +223,85 @@ func TestMemberWorkloadEvents(t *testing.T) {
 	})
 }
 
+// TestTAppsRefusedWhenMemberLacksCRD: a member that does not serve TApps is refused, naming
+// the cluster; the answer is kept for TAppRecheck (no discovery on every sync), then asked
+// again.
 func TestTAppsRefusedWhenMemberLacksCRD(t *testing.T) {
 	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
 	m, err := f.reg.Member(ref1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	now := time.Now()
+	m.now = func() time.Time { return now }
+	kube := f.members["https://127.0.0.1:6443"]
 	_, err = m.TApps()
-	if err == nil || !strings.Contains(err.Error(), "cluster fleet/member-1 cannot run a TApp subset") {
+	if err == nil || !strings.Contains(err.Error(), "cluster fleet/member-1 cannot run a TApp subset: it does not serve tapps.") {
 		t.Fatalf("TApps on a member without the CRD: %v", err)
 	}
 	disc := m.Kube.Discovery().(*fakediscovery.FakeDiscovery)
 	disc.Resources = []*metav1.APIResourceList{{GroupVersion: appsv1alpha1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{{Name: "tapps", Namespaced: true, Kind: "TApp"}}}}
+	now = now.Add(TAppRecheck - time.Second)
+	if _, again := m.TApps(); again == nil || again.Error() != err.Error() {
+		t.Fatalf("TApps within TAppRecheck: %v, want the kept refusal", again)
+	}
+	if got := discoveries(kube); got != 1 {
+		t.Fatalf("%d discoveries within TAppRecheck, want 1", got)
+	}
+	now = now.Add(time.Second)
 	if l, err := m.TApps(); err != nil || l == nil {
 		t.Fatalf("TApps once served: %v, %v", l, err)
+	}
+	if got := discoveries(kube); got != 2 {
+		t.Fatalf("%d discoveries, want 2", got)
+	}
+}
+
+// discoveries counts the fake member's discovery calls ("get resource").
+func discoveries(kube *kubefake.Clientset) int {
+	n := 0
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "resource" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTAppRefusalForgottenOnProfileChange: a change of the member's ClusterProfile (not a
+// resync) makes it ask discovery again at once; a failed discovery is not kept.
+func TestTAppRefusalForgottenOnProfileChange(t *testing.T) {
+	cp := profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue)
+	f := newFixture(t, testAccess(), cp)
+	m, err := f.reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := f.members["https://127.0.0.1:6443"]
+	if _, err := m.TApps(); err == nil {
+		t.Fatal("TApps on a member without the CRD succeeded")
+	}
+	cp = cp.DeepCopy()
+	cp.Labels = map[string]string{"x-k8s.io/cluster-manager": "ocm"}
+	cp.ResourceVersion = "2" // the fake keeps the one it is given
+	if _, err := f.cps.ApisV1alpha1().ClusterProfiles("fleet").Update(context.Background(), cp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.refused == nil
+	})
+	kube.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	for range 2 {
+		if _, err := m.TApps(); err == nil || !strings.Contains(err.Error(), "discovery of apps.workload.dev/v1alpha1 failed") {
+			t.Fatalf("TApps with discovery failing: %v", err)
+		}
+	}
+	if got := discoveries(kube); got != 3 {
+		t.Fatalf("%d discoveries, want 3 (one refused, two failed and not kept)", got)
 	}
 }
 
