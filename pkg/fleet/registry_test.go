@@ -273,11 +273,19 @@ func discoveries(kube *kubefake.Clientset) int {
 func TestTAppRefusalForgottenOnProfileChange(t *testing.T) {
 	cp := profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue)
 	f := newFixture(t, testAccess(), cp)
+	var failing atomic.Bool
+	kube := kubefake.NewClientset()
+	kube.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f.members["https://127.0.0.1:6443"] = kube
 	m, err := f.reg.Member(ref1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := f.members["https://127.0.0.1:6443"]
 	if _, err := m.TApps(); err == nil {
 		t.Fatal("TApps on a member without the CRD succeeded")
 	}
@@ -292,9 +300,7 @@ func TestTAppRefusalForgottenOnProfileChange(t *testing.T) {
 		defer m.mu.Unlock()
 		return m.refused == nil
 	})
-	kube.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("connection refused")
-	})
+	failing.Store(true)
 	for range 2 {
 		if _, err := m.TApps(); err == nil || !strings.Contains(err.Error(), "discovery of apps.workload.dev/v1alpha1 failed") {
 			t.Fatalf("TApps with discovery failing: %v", err)
