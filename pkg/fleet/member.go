@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/generated/informers/externalversions"
@@ -68,10 +69,25 @@ func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace,
 		if _, err := inf.AddEventHandler(m.handler()); err != nil {
 			return err
 		}
+		if err := inf.SetWatchErrorHandlerWithContext(m.watchError); err != nil {
+			return err
+		}
 		m.synced = append(m.synced, inf.HasSynced)
 	}
 	f.Start(ctx.Done())
 	return nil
+}
+
+// watchError reports a failure of one of the member's informers. While the member is known
+// not to answer (its subsets' status says so, and the UnitedDeployments are told), each retry
+// is logged at -v=2 only: an outage is a state the agent reports, not an error of its own.
+// Otherwise it is reported as client-go does, redacted like every message from a member.
+func (m *Member) watchError(ctx context.Context, r *cache.Reflector, err error) {
+	if ok, why := m.health.get(); !ok {
+		klog.FromContext(ctx).V(2).Info("Member cluster not answering; its informer retries", "cluster", m.Profile, "reason", why, "err", Redact(err.Error()))
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, RedactError(err))
 }
 
 // Event is what happened to a member's subset workload.
@@ -154,6 +170,9 @@ func (m *Member) TApps() (listers.TAppLister, error) {
 		externalversions.WithTransform(m.opts.Transform))
 	inf := f.Apps().V1alpha1().TApps()
 	if _, err := inf.Informer().AddEventHandler(m.handler()); err != nil {
+		return nil, err
+	}
+	if err := inf.Informer().SetWatchErrorHandlerWithContext(m.watchError); err != nil {
 		return nil, err
 	}
 	m.tapps, m.tappSync = inf.Lister(), inf.Informer().HasSynced

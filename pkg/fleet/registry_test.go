@@ -17,8 +17,11 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpfake "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned/fake"
 	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
@@ -387,5 +390,30 @@ func TestMemberRebuiltAfterOutage(t *testing.T) {
 	}
 	if got := told.Load(); got != 2 {
 		t.Fatalf("OnProfile called %d times, want 2 (down, back)", got)
+	}
+}
+
+// TestWatchErrorsOfAnUnreachableMember: a member informer's failures while the member does
+// not answer are no error line (its outage is in the status); otherwise they are logged as
+// client-go does, redacted.
+func TestWatchErrorsOfAnUnreachableMember(t *testing.T) {
+	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
+	m, err := f.reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
+	buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	r := cache.NewReflector(&cache.ListWatch{}, &appsv1.StatefulSet{}, cache.NewStore(cache.MetaNamespaceKeyFunc), 0)
+	m.health.set("the member's API server did not answer: connection refused")
+	m.watchError(ctx, r, errors.New("dial tcp 127.0.0.1:6443: connection refused, Bearer s3cr3t"))
+	if out := buf.String(); strings.Contains(out, "ERROR") || strings.Contains(out, "s3cr3t") {
+		t.Fatalf("log while the member is down:\n%s", out)
+	}
+	m.health.set("")
+	m.watchError(ctx, r, errors.New("forbidden, Bearer s3cr3t"))
+	if out := buf.String(); !strings.Contains(out, "ERROR") || !strings.Contains(out, "Failed to watch") || strings.Contains(out, "s3cr3t") {
+		t.Fatalf("log of a failure while the member answers:\n%s", out)
 	}
 }
