@@ -59,7 +59,9 @@ func newMember(key string, c Clients, h *health, fp string, cancel context.Cance
 
 // watch starts the member's StatefulSet and Deployment informers, filtered by MemberSelector.
 func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace, name string, e Event)) error {
+	m.mu.Lock()
 	m.ctx, m.opts, m.notify = ctx, opts, notify
+	m.mu.Unlock()
 	f := kubeinformers.New(m.Kube, opts.Resync, kubeinformers.WithNamespace(opts.Namespace),
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = MemberSelector }),
 		kubeinformers.WithTransform(opts.Transform))
@@ -118,11 +120,16 @@ func (m *Member) handler() cache.ResourceEventHandler {
 	}
 }
 
-// HasSynced reports whether the member's caches have listed once.
+// HasSynced reports whether the member's caches have listed once. A member stopped (back from
+// an outage, its access changed) never has: a sync that got it before it was dropped waits, and
+// the next one builds it anew.
 func (m *Member) HasSynced() bool {
 	m.mu.Lock()
-	tapps := m.tappSync
+	tapps, ctx := m.tappSync, m.ctx
 	m.mu.Unlock()
+	if ctx != nil && ctx.Err() != nil {
+		return false
+	}
 	for _, s := range m.synced {
 		if !s() {
 			return false

@@ -381,8 +381,8 @@ func TestMemberRebuiltAfterOutage(t *testing.T) {
 	if err != nil || n == m {
 		t.Fatalf("Member after the outage: %p, %v; want a new member", n, err)
 	}
-	if m.ctx.Err() == nil {
-		t.Fatal("the old member's informers were not stopped")
+	if m.ctx.Err() == nil || m.HasSynced() {
+		t.Fatal("the old member's informers were not stopped, or it still says it has synced")
 	}
 	waitFor(t, n.HasSynced)
 	if got := lists(); got != 2 {
