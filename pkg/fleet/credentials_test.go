@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
@@ -154,5 +156,25 @@ func TestHealthChangeNotifies(t *testing.T) {
 	}
 	if ok, _ := h.get(); !ok || changes.Load() != 2 {
 		t.Fatalf("after answers: %v, %d changes", ok, changes.Load())
+	}
+}
+
+// TestRedactErrorKeepsStatus: a member's refusal stays an API status (a conflict is still a
+// conflict) with its messages redacted; any other error keeps only its redacted message.
+func TestRedactErrorKeepsStatus(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "web", errors.New("modified, Bearer s3cr3t"))
+	conflict.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: "password=s3cr3t"}}
+	got := RedactError(fmt.Errorf("wrapped: %w", conflict))
+	if !apierrors.IsConflict(got) {
+		t.Fatalf("%v: want a conflict", got)
+	}
+	var st apierrors.APIStatus
+	errors.As(got, &st)
+	if s := fmt.Sprint(got, st.Status().Details); strings.Contains(s, "s3cr3t") || !strings.Contains(s, "wrapped: ") {
+		t.Fatalf("redacted %q", s)
+	}
+	plain := RedactError(errors.New("dial: token=s3cr3t"))
+	if errors.As(plain, &st) || strings.Contains(plain.Error(), "s3cr3t") {
+		t.Fatalf("plain error %v", plain)
 	}
 }

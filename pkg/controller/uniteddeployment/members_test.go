@@ -2,6 +2,7 @@ package uniteddeployment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -462,5 +464,104 @@ func TestSubsetMovedToMember(t *testing.T) {
 	}
 	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "delete statefulsets web-eu-") {
 		t.Fatalf("hub actions %v, want the hub's eu StatefulSet deleted", mf.actions())
+	}
+}
+
+// TestMemberConflictIsLagging: a member refusing an update with a conflict (its cache behind,
+// as after an outage) fails the sync with an error the workers take for a lagging cache
+// (apierrors.IsConflict: requeued quietly, as on the hub), naming the cluster, redacted.
+func TestMemberConflictIsLagging(t *testing.T) {
+	ud := withFinalizer(memberUD())
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), ud)
+	mf.syncUntilMember(t)
+	mf.sync("web")
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	waitUntil(t, func() bool { l, _ := m.StatefulSets.List(labels.Everything()); return len(l) == 1 })
+	mf.observe()
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	mf.member.calls()
+
+	mf.member.fail["update statefulsets"] = apierrors.NewConflict(appsv1.Resource("statefulsets"), "web-eu-x1",
+		errors.New(`the object has been modified (token: s3cr3t)`))
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:0") })
+	err := mf.trySync("web")
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("sync error %v: want a conflict", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "in cluster fleet/member-1") || strings.Contains(msg, "s3cr3t") {
+		t.Fatalf("sync error %q: want the cluster named, no token", msg)
+	}
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls %v, want one StatefulSet update", calls)
+	}
+}
+
+// TestRetiredClusterKeptUntilItsWorkloadIsGone: a cluster dropped from the spec while its
+// member is unreachable is written into AnnotationRetiredClusters before the status stops
+// recording it; once the member answers, its workload is deleted, and the annotation (then the
+// finalizer) is cleared only when the member shows it gone.
+func TestRetiredClusterKeptUntilItsWorkloadIsGone(t *testing.T) {
+	ud := withFinalizer(memberUD())
+	ud.Spec.Topology.Subsets = ud.Spec.Topology.Subsets[:1] // eu dropped
+	ud.Status.SubsetStatuses = []appsv1alpha1.SubsetStatus{{Name: "zone-a", Replicas: 4},
+		{Name: "eu", Replicas: 4, Cluster: &appsv1alpha1.SubsetClusterStatus{ClusterProfile: "fleet/member-1", Reachable: true}}}
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionFalse), ud)
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-eu-x1", UID: "set-uid", Labels: map[string]string{
+		appsv1alpha1.LabelManagedBy: appsv1alpha1.ManagedByAgent, appsv1alpha1.LabelUnitedDeploymentName: "web",
+		appsv1alpha1.LabelUnitedDeploymentUID: "ud-uid", appsv1alpha1.LabelSubsetName: "eu"}}}
+	if _, err := mf.member.kube.AppsV1().StatefulSets(ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mf.syncUntilMember(t)
+	wantRetired := func(want string) {
+		t.Helper()
+		mf.wantActions("patch uniteddeployments ")
+		var p struct {
+			Metadata struct{ Annotations map[string]*string }
+		}
+		if err := json.Unmarshal(mf.writes()[0].(core.PatchAction).GetPatch(), &p); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := p.Metadata.Annotations[appsv1alpha1.AnnotationRetiredClusters]
+		if !ok || (got == nil) != (want == "") || (got != nil && *got != want) {
+			t.Fatalf("patch %s, want %s = %q", mf.writes()[0].(core.PatchAction).GetPatch(), appsv1alpha1.AnnotationRetiredClusters, want)
+		}
+	}
+	mf.sync("web")
+	wantRetired("fleet/member-1")
+
+	// The status no longer records eu; the annotation does, while the member is unreachable.
+	ud = mf.ud("web")
+	ud.Annotations = map[string]string{appsv1alpha1.AnnotationRetiredClusters: "fleet/member-1"}
+	ud.Status.SubsetStatuses = ud.Status.SubsetStatuses[:1]
+	mf.put(ud)
+	for _, a := range mf.sync("web") {
+		if strings.HasPrefix(a, "patch uniteddeployments") {
+			t.Fatalf("sync with the member unreachable: %s, want the annotation kept", a)
+		}
+	}
+	mf.observe() // the hub subset's StatefulSet created
+	if calls := mf.member.calls(); len(calls) != 0 {
+		t.Fatalf("calls to the unreachable member: %v", calls)
+	}
+
+	setProfileHealth(t, mf, metav1.ConditionTrue)
+	mf.sync("web")
+	if calls := mf.member.calls(); strings.Join(calls, ",") != "delete statefulsets web-eu-x1" {
+		t.Fatalf("member calls once back %v, want its StatefulSet deleted", calls)
+	}
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	waitUntil(t, func() bool { l, _ := m.StatefulSets.List(labels.Everything()); return len(l) == 0 })
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	mf.sync("web")
+	wantRetired("")
+
+	ud = mf.ud("web")
+	ud.Annotations = nil
+	mf.put(ud)
+	mf.sync("web")
+	mf.wantActions("patch uniteddeployments ")
+	if p := string(mf.writes()[0].(core.PatchAction).GetPatch()); !strings.Contains(p, `"finalizers":[]`) {
+		t.Fatalf("patch %s, want the finalizer removed", p)
 	}
 }
