@@ -2,6 +2,7 @@ package uniteddeployment
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -215,3 +216,19 @@ type memberWriteError struct {
 
 func (e *memberWriteError) Error() string { return "in cluster " + e.cluster + ": " + e.err.Error() }
 func (e *memberWriteError) Unwrap() error { return e.err }
+
+// quietRequeue reports the errors requeued without an error line: a conflict (a cache behind
+// the API server, on the hub or in a member) and a write a member's API server never answered
+// (refused connection, timeout). The latter marks the member failing (pkg/fleet's health), so
+// the next sync holds its subsets and says so in subsetStatuses[].cluster and SubsetFailure: an
+// outage is a state the status reports, and logging every write it refused would only repeat it.
+func quietRequeue(err error) bool {
+	var m *memberWriteError
+	if errors.As(err, &m) {
+		var status apierrors.APIStatus
+		if !errors.As(m.err, &status) {
+			return true
+		}
+	}
+	return apierrors.IsConflict(err)
+}

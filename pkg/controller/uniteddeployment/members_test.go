@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -563,5 +565,26 @@ func TestRetiredClusterKeptUntilItsWorkloadIsGone(t *testing.T) {
 	mf.wantActions("patch uniteddeployments ")
 	if p := string(mf.writes()[0].(core.PatchAction).GetPatch()); !strings.Contains(p, `"finalizers":[]`) {
 		t.Fatalf("patch %s, want the finalizer removed", p)
+	}
+}
+
+// TestMemberOutageIsRequeuedQuietly: a write a member never answered, or a conflict, is
+// requeued without an error line; a member's refusal (403, 422) and the hub's own failures are not.
+func TestMemberOutageIsRequeuedQuietly(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "statefulsets"}
+	for _, c := range []struct {
+		name  string
+		err   error
+		quiet bool
+	}{
+		{"member did not answer", &memberWriteError{cluster: "fleet-system/m", err: errors.New(`Put "https://127.0.0.1:1/x": dial tcp 127.0.0.1:1: connect: connection refused`)}, true},
+		{"member conflict", &memberWriteError{cluster: "fleet-system/m", err: apierrors.NewConflict(gr, "web", errors.New("modified"))}, true},
+		{"member forbids", &memberWriteError{cluster: "fleet-system/m", err: apierrors.NewForbidden(gr, "web", errors.New("no"))}, false},
+		{"hub conflict", apierrors.NewConflict(gr, "web", errors.New("modified")), true},
+		{"hub failure", errors.New("connection refused"), false},
+	} {
+		if got := quietRequeue(fmt.Errorf("updating StatefulSet web: %w", c.err)); got != c.quiet {
+			t.Errorf("%s: quiet %v, want %v", c.name, got, c.quiet)
+		}
 	}
 }
