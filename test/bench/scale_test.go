@@ -34,9 +34,12 @@ var (
 )
 
 const (
-	unrelatedNS  = "bench-unrelated"
-	smallDeplNS  = "bench-small-deploy"
-	smallTAppNS  = "bench-small-tapp"
+	unrelatedNS = "bench-unrelated"
+	smallDeplNS = "bench-small-deploy"
+	smallTAppNS = "bench-small-tapp"
+	// smallGC100NS holds the same TApps again under an agent at Go's default GOGC (100), the
+	// scale-out time the deployed GOGC 25 is compared with in the same run.
+	smallGC100NS = "bench-small-tapp-gogc100"
 	setupWorkers = 16
 	// setupQPS is the benchmark's own client budget for making the scenery (not measured).
 	setupQPS = 500
@@ -111,7 +114,7 @@ func countAtLeast(what string, want int, count func(ctx context.Context) (int, e
 // watches every namespace, so their TApps and pods would be counted here.
 func (e *env) clearEarlierWorkloads(b *testing.B) {
 	b.Helper()
-	for _, ns := range []string{tappNS, controlNS, udNS, deployNS, unrelatedNS, smallDeplNS, smallTAppNS} {
+	for _, ns := range []string{tappNS, controlNS, udNS, deployNS, unrelatedNS, smallDeplNS, smallTAppNS, smallGC100NS} {
 		e.deleteNamespace(b, ns)
 	}
 }
@@ -257,18 +260,29 @@ func BenchmarkManySmall(b *testing.B) {
 
 	e.ensureNamespace(b, smallTAppNS)
 	a := e.startAgent(b, "small", "--profiling")
-	b.Run("TApps", func(b *testing.B) {
-		e.measure(b, e.smallPhase(b, "TApps", smallTAppNS, "workload-agent", a, e.tappsComplete(smallTAppNS),
-			func(ctx context.Context, name string) error {
-				_, err := e.apps.AppsV1alpha1().TApps(smallTAppNS).Create(ctx, newTApp(name, smallReplicas, imageV1), metav1.CreateOptions{})
-				return err
-			}))
-	})
+	b.Run("TApps", func(b *testing.B) { e.measure(b, e.smallTAppsPhase(b, "TApps", smallTAppNS, a)) })
 	e.saveHeapProfile(b, a, "small")
 	stopAgent(b, a, "small")
 	b.Run("Restart", func(b *testing.B) { e.restartOverSettled(b) })
-	compareManySmall()
 	e.deleteNamespace(b, smallTAppNS)
+
+	// The deployed GOGC (25) keeps the peak RSS under its target; this phase says what it costs
+	// in scale-out time against Go's default, in the same run, on the same emptied cluster.
+	e.ensureNamespace(b, smallGC100NS)
+	a100 := e.startAgent(b, "small-gogc100", "--gc-percent=100")
+	b.Run("TAppsGOGC100", func(b *testing.B) { e.measure(b, e.smallTAppsPhase(b, "TAppsGOGC100", smallGC100NS, a100)) })
+	stopAgent(b, a100, "small-gogc100")
+	compareManySmall()
+	e.deleteNamespace(b, smallGC100NS)
+}
+
+// smallTAppsPhase is the TApps' phase of BenchmarkManySmall in ns, under agent a.
+func (e *env) smallTAppsPhase(b *testing.B, kind, ns string, a *agentproc.Agent) phase {
+	return e.smallPhase(b, kind, ns, "workload-agent", a, e.tappsComplete(ns),
+		func(ctx context.Context, name string) error {
+			_, err := e.apps.AppsV1alpha1().TApps(ns).Create(ctx, newTApp(name, smallReplicas, imageV1), metav1.CreateOptions{})
+			return err
+		})
 }
 
 // smallPhase is the phase of BenchmarkManySmall that creates its smallWorkloads workloads of
@@ -329,6 +343,15 @@ func compareManySmall() {
 		t.perPod(t.controllerWrites().Total()), d.perPod(d.controllerWrites().Total()), "", nil)
 	meets := t.peakRSS <= targetSmallPeakRSS
 	say("many small: agent peak RSS %s (target <= %s: %s)", MiB(t.peakRSS), MiB(targetSmallPeakRSS), Verdict(meets))
+	if g := results["ManySmall/TAppsGOGC100"]; g != nil {
+		noWorse := t.ready <= g.ready
+		compare("many small: TApps' time to every pod Ready, as deployed (GOGC 25) / GOGC 100", "GOGC 25", "GOGC 100",
+			t.ready.Seconds(), g.ready.Seconds(), "<= 1.0", &noWorse)
+		compare("many small: agent peak RSS, as deployed (GOGC 25) / GOGC 100", "GOGC 25", "GOGC 100",
+			float64(t.peakRSS)/(1<<20), float64(g.peakRSS)/(1<<20), "", nil)
+		compare("many small: agent CPU seconds, as deployed (GOGC 25) / GOGC 100", "GOGC 25", "GOGC 100",
+			t.agentCPU.Seconds(), g.agentCPU.Seconds(), "", nil)
+	}
 }
 
 // controllerWrites are every write of the workload's controller (any resource, Events too).
