@@ -591,3 +591,62 @@ func TestMemberOutageIsRequeuedQuietly(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberNeverReleasedIsNeverWritten: a member subset whose partition keeps every pod (a
+// Canary's wave not reached yet) keeps its template when the UnitedDeployment's changes, and
+// when the old one is written back (an abort): no call to the member at all; the hub subset
+// gets the template with its partition, as before. Released (partition 0), the member gets it.
+func TestMemberNeverReleasedIsNeverWritten(t *testing.T) {
+	mf := memberWorkloadCreated(t)
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	memberSet := func() *appsv1.StatefulSet {
+		l, _ := m.StatefulSets.List(labels.Everything())
+		return l[0]
+	}
+	stable := mf.ud("web").Spec.Template.StatefulSetTemplate.Spec.Template.Spec.Containers[0].Image
+	partitions := func(eu int32) func(*appsv1alpha1.UnitedDeployment) {
+		return func(ud *appsv1alpha1.UnitedDeployment) {
+			ud.Spec.UpdateStrategy.ManualUpdate = &appsv1alpha1.ManualUpdate{Partitions: map[string]int32{"zone-a": 4, "eu": eu}}
+		}
+	}
+	mf.setSpec("web", partitions(4))
+	mf.sync("web")
+	mf.observe()
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls %v, want its partition written", calls)
+	}
+	waitUntil(t, func() bool { p := memberSet().Spec.UpdateStrategy.RollingUpdate; return p != nil && *p.Partition == 4 })
+
+	for _, image := range []string{"nginx:2", stable} { // a release begins; it is aborted before eu's wave
+		mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, image) })
+		got := mf.sync("web")
+		mf.observe()
+		if calls := mf.member.calls(); len(calls) != 0 {
+			t.Fatalf("image %s: member calls %v, want none (never released)", image, calls)
+		}
+		hub := strings.Join(got, ",")
+		if !strings.Contains(hub, "update statefulsets web-zone-a-") {
+			t.Fatalf("image %s: hub calls %v, want the hub subset's StatefulSet given the template", image, got)
+		}
+		if image == "nginx:2" {
+			st := statusOf(t, mf.written(len(mf.writes())-1))
+			if c := wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionFalse, appsv1alpha1.ReasonNotReleased); !strings.Contains(c.Message, "subsets eu keep their template") {
+				t.Fatalf("SubsetUpdated message %q does not name eu", c.Message)
+			}
+		}
+	}
+	if img := memberSet().Spec.Template.Spec.Containers[0].Image; img != stable {
+		t.Fatalf("member image %s, want %s", img, stable)
+	}
+
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:2"); partitions(0)(ud) })
+	mf.sync("web")
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls once released %v, want its StatefulSet updated", calls)
+	}
+	l, _ := mf.member.kube.AppsV1().StatefulSets(ns).List(context.Background(), metav1.ListOptions{})
+	if set := l.Items[0]; set.Spec.Template.Spec.Containers[0].Image != "nginx:2" || *set.Spec.UpdateStrategy.RollingUpdate.Partition != 0 {
+		t.Fatalf("member StatefulSet once released: image %s partition %d, want nginx:2 and 0",
+			set.Spec.Template.Spec.Containers[0].Image, *set.Spec.UpdateStrategy.RollingUpdate.Partition)
+	}
+}

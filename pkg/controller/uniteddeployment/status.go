@@ -185,6 +185,8 @@ func setConditions(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.Unite
 			why = "their member cluster is unreachable"
 		case appsv1alpha1.ReasonClusterUnsupported:
 			why = "their member cluster cannot run a " + kind
+		case appsv1alpha1.ReasonNotReleased:
+			why = "their partition keeps every pod on the old revision, and a member is written only once a release reaches it"
 		case appsv1alpha1.ReasonProvisionFailed:
 			msgs = append(msgs, fmt.Sprintf("subsets %s have no %s: creating it failed", strings.Join(r.notUpdated[reason], ", "), kind))
 			continue
