@@ -81,7 +81,7 @@ func newFixture(t *testing.T, acc *access.Config, objs ...*cpv1alpha1.ClusterPro
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.OnWorkload(func(ns, name string, _ Event) { f.enqueued <- ns + "/" + name })
+	reg.OnWorkload(func(e WorkloadEvent) { f.enqueued <- e.Namespace + "/" + e.UnitedDeployment })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
