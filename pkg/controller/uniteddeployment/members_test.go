@@ -760,16 +760,16 @@ func TestRebuiltMemberListIsNoCreation(t *testing.T) {
 	waitUntil(t, func() bool { return seen("fleet/member-2", "web-us-x1") })
 
 	// member-2 built anew, as any UnitedDeployment's sync would once its profile changed.
+	old, _ := mf.reg.Member(ref2)
+	mu.Lock()
+	events = nil
+	mu.Unlock()
 	p2.Status.AccessProviders[0].Cluster.CertificateAuthorityData = []byte("new CA")
 	if _, err := mf.profiles.ApisV1alpha1().ClusterProfiles("fleet").UpdateStatus(context.Background(), p2, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	old, _ := mf.reg.Member(ref2)
 	var rebuilt *fleet.Member
 	waitUntil(t, func() bool { rebuilt, _ = mf.reg.Member(ref2); return rebuilt != old })
-	mu.Lock()
-	events = nil
-	mu.Unlock()
 	waitUntil(t, rebuilt.HasSynced)
 	waitUntil(t, func() bool { return seen("fleet/member-2", "web-us-x1") })
 
