@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -37,7 +38,7 @@ type Member struct {
 	mu       sync.Mutex
 	ctx      context.Context
 	opts     Options
-	notify   func(namespace, name string, e Event)
+	notify   func(WorkloadEvent)
 	tapps    listers.TAppLister
 	tappSync cache.InformerSynced
 	// refused is the member's answer that it serves no TApps, and when it was given: kept for
@@ -58,7 +59,7 @@ func newMember(key string, c Clients, h *health, fp string, cancel context.Cance
 }
 
 // watch starts the member's StatefulSet and Deployment informers, filtered by MemberSelector.
-func (m *Member) watch(ctx context.Context, opts Options, notify func(namespace, name string, e Event)) error {
+func (m *Member) watch(ctx context.Context, opts Options, notify func(WorkloadEvent)) error {
 	m.mu.Lock()
 	m.ctx, m.opts, m.notify = ctx, opts, notify
 	m.mu.Unlock()
@@ -101,16 +102,32 @@ const (
 	Deleted
 )
 
-// handler passes every event of a subset workload on as its namespace and UnitedDeployment.
+// WorkloadEvent is one event of a member's subset workload: which workload, in which member, of
+// which UnitedDeployment (its label), and what happened. A controller that wrote the workload
+// matches its own write by Cluster, Kind and Name: an event of another workload (a member's
+// first list after it was built anew lists every workload there) is no sign of that write.
+type WorkloadEvent struct {
+	// Cluster is the member's ClusterProfile namespace/name.
+	Cluster                     string
+	Namespace, UnitedDeployment string
+	// Kind is StatefulSet, Deployment or TApp.
+	Kind, Name string
+	Event      Event
+}
+
+// handler passes every event of a subset workload on as a WorkloadEvent.
 func (m *Member) handler() cache.ResourceEventHandler {
 	each := func(obj any, e Event) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if o, ok := obj.(metav1.Object); ok {
-			if name := o.GetLabels()[appsv1alpha1.LabelUnitedDeploymentName]; name != "" {
-				m.notify(o.GetNamespace(), name, e)
-			}
+		o, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		if name := o.GetLabels()[appsv1alpha1.LabelUnitedDeploymentName]; name != "" {
+			m.notify(WorkloadEvent{Cluster: m.Profile, Namespace: o.GetNamespace(), UnitedDeployment: name,
+				Kind: workloadKind(obj), Name: o.GetName(), Event: e})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -118,6 +135,19 @@ func (m *Member) handler() cache.ResourceEventHandler {
 		UpdateFunc: func(_, cur any) { each(cur, Updated) },
 		DeleteFunc: func(obj any) { each(obj, Deleted) },
 	}
+}
+
+// workloadKind is the kind of a member's subset workload.
+func workloadKind(obj any) string {
+	switch obj.(type) {
+	case *appsv1.StatefulSet:
+		return "StatefulSet"
+	case *appsv1.Deployment:
+		return "Deployment"
+	case *appsv1alpha1.TApp:
+		return "TApp"
+	}
+	return ""
 }
 
 // HasSynced reports whether the member's caches have listed once. A member stopped (back from

@@ -70,7 +70,7 @@ type Registry struct {
 	ctx      context.Context
 	members  map[string]*Member
 	profile  []func(namespace, name string)
-	workload []func(namespace, name string, e Event)
+	workload []func(WorkloadEvent)
 }
 
 // New returns a registry over opts. profiles, the hub's ClusterProfile informer, may be nil
@@ -107,10 +107,9 @@ func (r *Registry) OnProfile(h func(namespace, name string)) {
 	r.profile = append(r.profile, h)
 }
 
-// OnWorkload registers a handler called with the namespace and UnitedDeployment label of every
-// event of a member's subset workload, and what happened (creations and deletions are the
-// controller's expectations).
-func (r *Registry) OnWorkload(h func(namespace, udName string, e Event)) {
+// OnWorkload registers a handler called with every event of a member's subset workload
+// (creations and deletions are the controller's expectations).
+func (r *Registry) OnWorkload(h func(WorkloadEvent)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.workload = append(r.workload, h)
@@ -255,12 +254,12 @@ func (r *Registry) caughtOut(key string, m *Member) {
 	}
 }
 
-func (r *Registry) notifyWorkload(namespace, name string, e Event) {
+func (r *Registry) notifyWorkload(e WorkloadEvent) {
 	r.mu.Lock()
 	hs := r.workload
 	r.mu.Unlock()
 	for _, h := range hs {
-		h(namespace, name, e)
+		h(e)
 	}
 }
 

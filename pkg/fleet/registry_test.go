@@ -51,11 +51,11 @@ type fixture struct {
 	mu       sync.Mutex
 	built    []*rest.Config
 	members  map[string]*kubefake.Clientset
-	enqueued chan string
+	enqueued chan WorkloadEvent
 }
 
 func newFixture(t *testing.T, acc *access.Config, objs ...*cpv1alpha1.ClusterProfile) *fixture {
-	f := &fixture{t: t, cps: cpfake.NewSimpleClientset(), members: map[string]*kubefake.Clientset{}, enqueued: make(chan string, 100)}
+	f := &fixture{t: t, cps: cpfake.NewSimpleClientset(), members: map[string]*kubefake.Clientset{}, enqueued: make(chan WorkloadEvent, 100)}
 	for _, o := range objs {
 		if _, err := f.cps.ApisV1alpha1().ClusterProfiles(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func newFixture(t *testing.T, acc *access.Config, objs ...*cpv1alpha1.ClusterPro
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.OnWorkload(func(ns, name string, _ Event) { f.enqueued <- ns + "/" + name })
+	reg.OnWorkload(func(e WorkloadEvent) { f.enqueued <- e })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -199,7 +199,8 @@ func TestProviderArgsNotAccumulated(t *testing.T) {
 }
 
 // TestMemberWorkloadEvents: the member's filtered informers see our subset workloads and pass
-// their events on as the hub UnitedDeployment's key; others are not listed.
+// their events on with the hub UnitedDeployment's key and the workload's cluster, kind and name
+// (the controller matches its own writes by them); others are not listed.
 func TestMemberWorkloadEvents(t *testing.T) {
 	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
 	m, err := f.reg.Member(ref1)
@@ -213,9 +214,10 @@ func TestMemberWorkloadEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case key := <-f.enqueued:
-		if key != "shop/web" {
-			t.Fatalf("enqueued %q, want shop/web", key)
+	case e := <-f.enqueued:
+		want := WorkloadEvent{Cluster: "fleet/member-1", Namespace: "shop", UnitedDeployment: "web", Kind: "StatefulSet", Name: "web-eu-abc", Event: Added}
+		if e != want {
+			t.Fatalf("event %+v, want %+v", e, want)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event for the member's subset workload")

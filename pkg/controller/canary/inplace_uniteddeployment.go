@@ -96,6 +96,46 @@ func (t unitedDeploymentTarget) unreachable() string {
 	return "held while unreachable: " + strings.Join(held, "; ")
 }
 
+// clusterWaves names the member clusters of the subsets the steps up to step named (released)
+// and of the others (never released), each once, in topology order; none when no step names
+// a subset in a member cluster.
+func (t unitedDeploymentTarget) clusterWaves(cn *v1alpha1.Canary, step int32) (released, never []string) {
+	named, waves := map[string]bool{}, false
+	for i, s := range cn.Spec.Steps {
+		for _, name := range s.Subsets {
+			if int32(i) < step {
+				named[name] = true
+			}
+			waves = waves || t.clusterOf(name) != ""
+		}
+	}
+	if !waves {
+		return nil, nil
+	}
+	// A cluster with a released subset is released, whatever its other subsets.
+	for _, s := range t.Spec.Topology.Subsets {
+		if c := t.clusterOf(s.Name); c != "" && named[s.Name] && !slices.Contains(released, c) {
+			released = append(released, c)
+		}
+	}
+	for _, s := range t.Spec.Topology.Subsets {
+		if c := t.clusterOf(s.Name); c != "" && !slices.Contains(released, c) && !slices.Contains(never, c) {
+			never = append(never, c)
+		}
+	}
+	return released, never
+}
+
+// clusterOf is the name of a subset's member cluster (its ClusterProfile's), "" on the hub.
+func (t unitedDeploymentTarget) clusterOf(subset string) string {
+	for _, s := range t.Spec.Topology.Subsets {
+		if s.Name == subset && s.ClusterProfileRef != nil {
+			return s.ClusterProfileRef.Name
+		}
+	}
+	return ""
+}
+
 // subsetReplicas is the pods the UnitedDeployment controller allocated to a subset.
 func (t unitedDeploymentTarget) subsetReplicas(name string) int32 {
 	for _, s := range t.Status.SubsetStatuses {

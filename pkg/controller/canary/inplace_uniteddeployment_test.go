@@ -275,3 +275,49 @@ func TestUnitedDeploymentClusterWaveOnlyDeadlineAborts(t *testing.T) {
 		t.Fatalf("no template restored after the abort (%s)", r.message)
 	}
 }
+
+// A release over member clusters aborted at wave 1 says, while it rolls back and once it has,
+// which clusters it had released (a) and which it never reached (b, c); a release over zones
+// of one cluster says nothing of clusters.
+func TestUnitedDeploymentClusterWavesNamedOnRollback(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ud   func(parts map[string]int32, updated int32, current, update string) *v1alpha1.UnitedDeployment
+		want string
+	}{
+		{"clusters", func(parts map[string]int32, updated int32, current, update string) *v1alpha1.UnitedDeployment {
+			return clusterZones(parts, updated, current, update)
+		}, "; released to clusters a (rolled back there); never released: clusters b, c (left as they are)"},
+		{"zones", zones, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cn := zonesCanary()
+			cn.Spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+			cn.Spec.ProgressDeadlineAbort = true
+			at := func(d time.Duration, ud *v1alpha1.UnitedDeployment) {
+				cn.Status = computeStatus(computePlan(&observed{canary: cn, target: unitedDeploymentTarget{ud}}, metav1.NewTime(start.Add(d))), nil)
+			}
+			at(0, tt.ud(nil, 6, "v1", "v1"))
+			at(0, tt.ud(held(2, 2, 2), 0, "v1", "v2"))
+			// Wave 1's pods never become ready: the deadline aborts at step 1.
+			notReady := func() *v1alpha1.UnitedDeployment {
+				ud := tt.ud(held(0, 2, 2), 2, "v1", "v2")
+				ud.Status.ReadyReplicas = 4
+				return ud
+			}
+			for _, d := range []time.Duration{61 * time.Second, 62 * time.Second} {
+				at(d, notReady())
+			}
+			if a := cn.Status.Abort; a == nil || a.Step != 1 || cn.Status.Phase != v1alpha1.CanaryRollingBack {
+				t.Fatalf("phase %s abort %+v (%s), want rolling back from step 1", cn.Status.Phase, a, cn.Status.Message)
+			}
+			if !strings.HasSuffix(cn.Status.Message, "writing its template back"+tt.want) {
+				t.Errorf("rolling back: message %q, want it to end with %q", cn.Status.Message, tt.want)
+			}
+			at(63*time.Second, tt.ud(held(2, 2, 2), 6, "v1", "v1"))
+			if cn.Status.Phase != v1alpha1.CanaryRolledBack || !strings.HasSuffix(cn.Status.Message, "held at partition 6"+tt.want) {
+				t.Errorf("rolled back: phase %s message %q, want it to end with %q", cn.Status.Phase, cn.Status.Message, tt.want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package canary
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -252,13 +253,13 @@ func (r *inPlacePlan) holdTarget() {
 	case rolledBack && !settled:
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
 		r.message = fmt.Sprintf("rolling %s %q back to revision %s: %d of %d pods on it, %d available",
-			kind, name, ts.updateRevision, ts.updated, ts.replicas, ts.available)
+			kind, name, ts.updateRevision, ts.updated, ts.replicas, ts.available) + r.wavesNote()
 	case rolledBack:
 		if st.Phase != v1alpha1.CanaryRolledBack {
 			r.event(corev1.EventTypeNormal, v1alpha1.EventRolledBack, "every pod of %s %q runs revision %s again", kind, name, ts.updateRevision)
 		}
 		r.phase, r.reason = v1alpha1.CanaryRolledBack, v1alpha1.ReasonRolledBack
-		r.message = fmt.Sprintf("rolled back: every pod of %s %q runs revision %s; held at partition %d", kind, name, ts.updateRevision, ts.replicas)
+		r.message = fmt.Sprintf("rolled back: every pod of %s %q runs revision %s; held at partition %d", kind, name, ts.updateRevision, ts.replicas) + r.wavesNote()
 	case st.CurrentBatch > 0 && len(r.steps) > 0:
 		// The release ran its steps and the workload made the update revision current.
 		n := int32(len(r.steps))
@@ -298,10 +299,39 @@ func (r *inPlacePlan) rollbackTarget() {
 		r.abortedRevision = ts.updateRevision
 		r.writes = append(r.writes, targetWrite{kind: restoreTemplate, revision: stable, reason: reason})
 		r.phase, r.reason = v1alpha1.CanaryRollingBack, v1alpha1.ReasonRollingBack
-		r.message = fmt.Sprintf("rolling %s %q back to revision %s (%s): writing its template back", kind, name, stable, reason)
+		r.message = fmt.Sprintf("rolling %s %q back to revision %s (%s): writing its template back", kind, name, stable, reason) + r.wavesNote()
 		return
 	}
 	r.holdTarget()
+}
+
+// clusterWaves is a target whose steps may be waves of member clusters (a UnitedDeployment's):
+// it names the clusters the steps up to step released and those they never reached.
+type clusterWaves interface {
+	clusterWaves(cn *v1alpha1.Canary, step int32) (released, never []string)
+}
+
+// wavesNote says, while a release over member clusters rolls back and once it has, which
+// clusters it had released (rolled back there) and which it never reached (left as they are);
+// "" for any other target (docs/fleet.md, "Failure cases").
+func (r *inPlacePlan) wavesNote() string {
+	cw, ok := r.target.(clusterWaves)
+	if !ok {
+		return ""
+	}
+	step := r.status.CurrentBatch
+	if a := r.status.Abort; a != nil && a.Step > 0 {
+		step = a.Step
+	}
+	released, never := cw.clusterWaves(r.canary, step)
+	note := ""
+	if len(released) > 0 {
+		note += "; released to clusters " + strings.Join(released, ", ") + " (rolled back there)"
+	}
+	if len(never) > 0 {
+		note += "; never released: clusters " + strings.Join(never, ", ") + " (left as they are)"
+	}
+	return note
 }
 
 // targetRetry, once spec.retries rose above the retries of the last rollback (kubectl workload

@@ -50,9 +50,11 @@ type Controller struct {
 	fleet *fleet.Registry
 	clock clock.PassiveClock
 
-	// expectations holds, per UnitedDeployment key, the workload creations and deletions issued
-	// but not yet observed; statuses its last status write while the cache lags it.
+	// expectations holds, per UnitedDeployment key, the hub workload creations and deletions
+	// issued but not yet observed, memberWrites those in member clusters; statuses its last
+	// status write while the cache lags it.
 	expectations *expectations.ControllerExpectations
+	memberWrites *memberWrites
 	statuses     *expectations.StatusWrites[*appsv1alpha1.UnitedDeploymentStatus]
 	// workloadEvents handles the events of subset workloads of every kind (owners resolved by
 	// base.Owners, creations and deletions observed).
@@ -90,6 +92,7 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	if ctl.clock == nil {
 		ctl.clock = clock.RealClock{}
 	}
+	ctl.memberWrites = newMemberWrites(ctl.clock)
 	ctl.Lagging = quietRequeue
 	if ctl.fleet != nil {
 		// A member's subset workload changed, or a ClusterProfile (its health, its access).

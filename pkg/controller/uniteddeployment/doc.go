@@ -19,7 +19,8 @@
 //     create, update (built in full, written only when they differ) and delete, what is held
 //     and which old revisions go.
 //   - writes (execute.go, planAndWrite): the revision, then creates, updates and deletes under expectations
-//     (the next sync waits until the cache shows them), then old revisions; every write the API
+//     (the next sync waits until the cache shows them: the hub's counted, a member's by member,
+//     kind and name, memberwrites.go), then old revisions; every write the API
 //     server refuses is recorded as a failure with the server's message and an Event.
 //   - status (status.go, pure): computeStatus from the observation and what the sync did;
 //     one status write, only when it changed (a resync of a settled UnitedDeployment writes
@@ -103,7 +104,7 @@
 // SubsetProvisioned (False while a create or delete failed, reason ProvisionFailed, or while an
 // old-kind workload waits for its replacement, reason Replacing), SubsetUpdated (False while a
 // subset's workload does not carry the updated revision: Paused, PartitionUnsupported,
-// Updating after a failed update, or ProvisionFailed when the subset has no workload because its
+// NotReleased (a member subset whose partition keeps every pod), Updating after a failed update, or ProvisionFailed when the subset has no workload because its
 // create failed) and SubsetFailure (True with the first failure's reason and
 // every failure's message, else False with reason NoFailure). Every write the API server refuses
 // — a workload's create, update or delete, a revision's create, renumbering or pruning — is such

@@ -86,12 +86,13 @@ func (c *Controller) writeRevision(ctx context.Context, ud *appsv1alpha1.UnitedD
 }
 
 // apply makes the subset plan's writes: creates, updates, deletes, then old revisions. Creates
-// and deletes are expected (the next sync waits for the cache to show them); a failed one is
-// counted as observed at once, so that the next sync may try again.
+// and deletes are expected (the next sync waits for the cache to show them): the hub's counted,
+// a failed one counted as observed at once so that the next sync may try again; a member's
+// remembered by name once made (memberWrites).
 func (c *Controller) apply(ctx context.Context, key string, ud *appsv1alpha1.UnitedDeployment, r *result) {
 	p := r.subsets
-	if len(p.creates)+len(p.deletes) > 0 {
-		c.expectations.SetExpectations(key, len(p.creates), len(p.deletes))
+	if creates, deletes := p.hubWrites(); creates+deletes > 0 {
+		c.expectations.SetExpectations(key, creates, deletes)
 	}
 	for _, cr := range p.creates {
 		c.create(ctx, key, ud, cr.kind, cr, r)
@@ -114,10 +115,31 @@ func (c *Controller) apply(ctx context.Context, key string, ud *appsv1alpha1.Uni
 	}
 }
 
+// hubWrites counts the plan's creates and deletes on the hub.
+func (p *subsetPlan) hubWrites() (creates, deletes int) {
+	for _, cr := range p.creates {
+		if clusterOf(cr.spec.Subset) == "" {
+			creates++
+		}
+	}
+	for _, d := range p.deletes {
+		if d.subset.Cluster == "" {
+			deletes++
+		}
+	}
+	return creates, deletes
+}
+
 func (c *Controller) create(ctx context.Context, key string, ud *appsv1alpha1.UnitedDeployment, k workloadKind, cr creation, r *result) {
+	cluster := clusterOf(cr.spec.Subset)
 	obj, err := k.Create(ctx, cr.obj)
+	if err == nil && cluster != "" {
+		c.memberWrites.created(key, cluster, k.Kind(), obj.GetName())
+	}
 	if err != nil {
-		c.expectations.CreationObserved(key)
+		if cluster == "" {
+			c.expectations.CreationObserved(key)
+		}
 		r.provisionFailed = true
 		err = fmt.Errorf("creating %s of subset %s: %w", k.Kind(), cr.spec.Subset.Name, err)
 		r.fail(appsv1alpha1.ReasonFailedCreate, err)
@@ -153,8 +175,14 @@ func (c *Controller) update(ctx context.Context, ud *appsv1alpha1.UnitedDeployme
 
 func (c *Controller) delete(ctx context.Context, key string, ud *appsv1alpha1.UnitedDeployment, d deletion, r *result) {
 	name := d.subset.Object.GetName()
-	if err := d.kind.Delete(ctx, d.subset); err != nil {
-		c.expectations.DeletionObserved(key)
+	err := d.kind.Delete(ctx, d.subset)
+	if err == nil && d.subset.Cluster != "" {
+		c.memberWrites.deleted(key, d.subset, d.kind.Kind())
+	}
+	if err != nil {
+		if d.subset.Cluster == "" {
+			c.expectations.DeletionObserved(key)
+		}
 		r.provisionFailed = true
 		err = fmt.Errorf("deleting %s %s: %w", d.kind.Kind(), name, err)
 		r.fail(appsv1alpha1.ReasonFailedDelete, err)

@@ -29,6 +29,19 @@ type memberState struct {
 
 func (m *memberState) usable() bool { return m.reason == "" && !m.waiting }
 
+// listed reports whether the sync read the member's workloads of kind.
+func (m *memberState) listed(kind string) bool {
+	if m.waiting || m.reason == appsv1alpha1.ReasonClusterUnreachable {
+		return false
+	}
+	for _, k := range m.kinds {
+		if k.Kind() == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // clusterRefs are the clusters ud's subsets name, then those its status still records, then
 // those its AnnotationRetiredClusters lists, each once, in that order.
 func clusterRefs(ud *appsv1alpha1.UnitedDeployment) []appsv1alpha1.ClusterProfileReference {
@@ -163,17 +176,11 @@ func (o *observation) memberWaiting() bool {
 	return false
 }
 
-// memberWorkloadEvent observes a member's subset workload created or deleted (the
-// expectations of the sync that wrote it) and enqueues its UnitedDeployment.
-func (c *Controller) memberWorkloadEvent(namespace, name string, e fleet.Event) {
-	key := base.Key{Namespace: namespace, Name: name}
-	switch e {
-	case fleet.Added:
-		c.expectations.CreationObserved(key.String())
-	case fleet.Deleted:
-		c.expectations.DeletionObserved(key.String())
-	}
-	c.Queue.Add(key)
+// memberWorkloadEvent observes a member's subset workload created or deleted by a sync (that
+// very workload: memberWrites) and enqueues its UnitedDeployment.
+func (c *Controller) memberWorkloadEvent(e fleet.WorkloadEvent) {
+	c.memberWrites.observed(e)
+	c.Queue.Add(base.Key{Namespace: e.Namespace, Name: e.UnitedDeployment})
 }
 
 // enqueueProfileUsers enqueues every UnitedDeployment whose subsets name the ClusterProfile

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -38,6 +39,50 @@ type member struct {
 	mu   sync.Mutex
 	log  []string
 	fail map[string]error
+	// late, when set, makes the member take creates without storing them: held keeps them
+	// until deliver stores them, as a watch that brings a new object late would.
+	late bool
+	held []runtime.Object
+}
+
+func newMember() *member {
+	m := &member{kube: k8sfake.NewClientset(), fail: map[string]error{}}
+	// Run in the reverse order: generateName, record, then hold.
+	m.kube.PrependReactor("create", "*", m.hold)
+	m.kube.PrependReactor("*", "*", m.record)
+	m.kube.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+		// The fake implements no generateName.
+		if o, ok := a.(core.CreateAction).GetObject().(metav1.Object); ok && o.GetName() == "" {
+			o.SetName(o.GetGenerateName() + "x1")
+		}
+		return false, nil, nil
+	})
+	return m
+}
+
+func (m *member) hold(a core.Action) (bool, runtime.Object, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.late {
+		return false, nil, nil
+	}
+	obj := a.(core.CreateAction).GetObject()
+	m.held = append(m.held, obj)
+	return true, obj, nil
+}
+
+// deliver stores the creates held back.
+func (m *member) deliver(t *testing.T) {
+	t.Helper()
+	m.mu.Lock()
+	held := m.held
+	m.held, m.late = nil, false
+	m.mu.Unlock()
+	for _, o := range held {
+		if err := m.kube.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func (m *member) record(a core.Action) (bool, runtime.Object, error) {
@@ -62,43 +107,62 @@ func (m *member) calls() []string {
 	return out
 }
 
-// memberFixture is a hub fixture whose registry reaches one member, fleet/member-1.
+// memberFixture is a hub fixture whose registry reaches one member, fleet/member-1, or several
+// (members, by ClusterProfile name; member is the first).
 type memberFixture struct {
 	*fixture
 	profiles *cpfake.Clientset
 	member   *member
+	members  map[string]*member
 	reg      *fleet.Registry
 }
 
 func memberProfile(healthy metav1.ConditionStatus) *cpv1alpha1.ClusterProfile {
+	return profileOf("member-1", "https://127.0.0.1:6443", healthy)
+}
+
+func profileOf(name, server string, healthy metav1.ConditionStatus) *cpv1alpha1.ClusterProfile {
 	return &cpv1alpha1.ClusterProfile{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "member-1", UID: "cp-uid"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name, UID: types.UID("cp-uid-" + name)},
 		Status: cpv1alpha1.ClusterProfileStatus{
 			Conditions:      []metav1.Condition{{Type: cpv1alpha1.ClusterConditionControlPlaneHealthy, Status: healthy, Reason: "Probe"}},
-			AccessProviders: []cpv1alpha1.AccessProvider{{Name: "test", Cluster: clientcmdv1.Cluster{Server: "https://127.0.0.1:6443"}}},
+			AccessProviders: []cpv1alpha1.AccessProvider{{Name: "test", Cluster: clientcmdv1.Cluster{Server: server}}},
 		},
 	}
 }
 
 func newMemberFixture(t *testing.T, withAccess bool, cp *cpv1alpha1.ClusterProfile, objects ...runtime.Object) *memberFixture {
-	mf := &memberFixture{profiles: cpfake.NewSimpleClientset(), member: &member{kube: k8sfake.NewClientset(), fail: map[string]error{}}}
-	mf.member.kube.PrependReactor("*", "*", mf.member.record)
-	mf.member.kube.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
-		// The fake implements no generateName.
-		if o, ok := a.(core.CreateAction).GetObject().(metav1.Object); ok && o.GetName() == "" {
-			o.SetName(o.GetGenerateName() + "x1")
-		}
-		return false, nil, nil
-	})
+	var cps []*cpv1alpha1.ClusterProfile
 	if cp != nil {
+		cps = append(cps, cp)
+	}
+	return newMembersFixture(t, withAccess, cps, objects...)
+}
+
+// newMembersFixture reaches a member per profile, told apart by the server the profile names
+// (a member reached at a server no profile names is the first).
+func newMembersFixture(t *testing.T, withAccess bool, cps []*cpv1alpha1.ClusterProfile, objects ...runtime.Object) *memberFixture {
+	mf := &memberFixture{profiles: cpfake.NewSimpleClientset(), member: newMember(), members: map[string]*member{}}
+	byServer := map[string]*member{}
+	for i, cp := range cps {
+		m := mf.member
+		if i > 0 {
+			m = newMember()
+		}
+		mf.members[cp.Name] = m
+		byServer[cp.Status.AccessProviders[0].Cluster.Server] = m
 		if _, err := mf.profiles.ApisV1alpha1().ClusterProfiles(cp.Namespace).Create(context.Background(), cp, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	factory := cpinformers.NewSharedInformerFactory(mf.profiles, 0)
 	inf := factory.Apis().V1alpha1().ClusterProfiles()
-	opts := fleet.Options{Profiles: inf.Lister(), NewClients: func(*rest.Config) (fleet.Clients, error) {
-		return fleet.Clients{Kube: mf.member.kube, Workloads: fake.NewSimpleClientset()}, nil
+	opts := fleet.Options{Profiles: inf.Lister(), NewClients: func(cfg *rest.Config) (fleet.Clients, error) {
+		m := byServer[cfg.Host]
+		if m == nil {
+			m = mf.member
+		}
+		return fleet.Clients{Kube: m.kube, Workloads: fake.NewSimpleClientset()}, nil
 	}}
 	if withAccess {
 		opts.Access = access.New([]access.Provider{{Name: "test", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/token"}}})
@@ -589,5 +653,142 @@ func TestMemberOutageIsRequeuedQuietly(t *testing.T) {
 		if got := quietRequeue(fmt.Errorf("updating StatefulSet web: %w", c.err)); got != c.quiet {
 			t.Errorf("%s: quiet %v, want %v", c.name, got, c.quiet)
 		}
+	}
+}
+
+// TestMemberNeverReleasedIsNeverWritten: a member subset whose partition keeps every pod (a
+// Canary's wave not reached yet) keeps its template when the UnitedDeployment's changes, and
+// when the old one is written back (an abort): no call to the member at all; the hub subset
+// gets the template with its partition, as before. Released (partition 0), the member gets it.
+func TestMemberNeverReleasedIsNeverWritten(t *testing.T) {
+	mf := memberWorkloadCreated(t)
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	memberSet := func() *appsv1.StatefulSet {
+		l, _ := m.StatefulSets.List(labels.Everything())
+		return l[0]
+	}
+	stable := mf.ud("web").Spec.Template.StatefulSetTemplate.Spec.Template.Spec.Containers[0].Image
+	partitions := func(eu int32) func(*appsv1alpha1.UnitedDeployment) {
+		return func(ud *appsv1alpha1.UnitedDeployment) {
+			ud.Spec.UpdateStrategy.ManualUpdate = &appsv1alpha1.ManualUpdate{Partitions: map[string]int32{"zone-a": 4, "eu": eu}}
+		}
+	}
+	mf.setSpec("web", partitions(4))
+	mf.sync("web")
+	mf.observe()
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls %v, want its partition written", calls)
+	}
+	waitUntil(t, func() bool { p := memberSet().Spec.UpdateStrategy.RollingUpdate; return p != nil && *p.Partition == 4 })
+
+	for _, image := range []string{"nginx:2", stable} { // a release begins; it is aborted before eu's wave
+		mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, image) })
+		got := mf.sync("web")
+		mf.observe()
+		if calls := mf.member.calls(); len(calls) != 0 {
+			t.Fatalf("image %s: member calls %v, want none (never released)", image, calls)
+		}
+		hub := strings.Join(got, ",")
+		if !strings.Contains(hub, "update statefulsets web-zone-a-") {
+			t.Fatalf("image %s: hub calls %v, want the hub subset's StatefulSet given the template", image, got)
+		}
+		if image == "nginx:2" {
+			st := statusOf(t, mf.written(len(mf.writes())-1))
+			if c := wantCondition(t, st, appsv1alpha1.SubsetUpdated, metav1.ConditionFalse, appsv1alpha1.ReasonNotReleased); !strings.Contains(c.Message, "subsets eu keep their template") {
+				t.Fatalf("SubsetUpdated message %q does not name eu", c.Message)
+			}
+		}
+	}
+	if img := memberSet().Spec.Template.Spec.Containers[0].Image; img != stable {
+		t.Fatalf("member image %s, want %s", img, stable)
+	}
+
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:2"); partitions(0)(ud) })
+	mf.sync("web")
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls once released %v, want its StatefulSet updated", calls)
+	}
+	l, _ := mf.member.kube.AppsV1().StatefulSets(ns).List(context.Background(), metav1.ListOptions{})
+	if set := l.Items[0]; set.Spec.Template.Spec.Containers[0].Image != "nginx:2" || *set.Spec.UpdateStrategy.RollingUpdate.Partition != 0 {
+		t.Fatalf("member StatefulSet once released: image %s partition %d, want nginx:2 and 0",
+			set.Spec.Template.Spec.Containers[0].Image, *set.Spec.UpdateStrategy.RollingUpdate.Partition)
+	}
+}
+
+// TestRebuiltMemberListIsNoCreation: member-1 takes the create of eu's StatefulSet but its
+// watch brings it late; meanwhile member-2 is built anew (its access changed) and its first
+// list reports us's StatefulSet, there all along, as added. That is no sign of eu's creation:
+// the sync waits, and creates no second StatefulSet in member-1; once member-1's cache shows
+// eu's, the syncs go on without a create anywhere.
+func TestRebuiltMemberListIsNoCreation(t *testing.T) {
+	ud := withFinalizer(newUD("StatefulSet", 8,
+		appsv1alpha1.Subset{Name: "eu", ClusterProfileRef: &appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"}},
+		appsv1alpha1.Subset{Name: "us", ClusterProfileRef: &appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-2"}}))
+	ud.ResourceVersion = "1"
+	p2 := profileOf("member-2", "https://127.0.0.2:6443", metav1.ConditionTrue)
+	mf := newMembersFixture(t, true, []*cpv1alpha1.ClusterProfile{memberProfile(metav1.ConditionTrue), p2}, ud)
+	m1, m2 := mf.members["member-1"], mf.members["member-2"]
+	ref1 := appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"}
+	ref2 := appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-2"}
+	var mu sync.Mutex
+	var events []fleet.WorkloadEvent
+	// Registered after the controller's handler, so called after it.
+	mf.reg.OnWorkload(func(e fleet.WorkloadEvent) { mu.Lock(); defer mu.Unlock(); events = append(events, e) })
+	seen := func(cluster, name string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range events {
+			if e.Cluster == cluster && e.Name == name && e.Event == fleet.Added {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ref := range []appsv1alpha1.ClusterProfileReference{ref1, ref2} {
+		m, err := mf.reg.Member(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, m.HasSynced)
+	}
+	m1.late = true
+	mf.sync("web")
+	mf.observe()
+	if c1, c2 := m1.calls(), m2.calls(); strings.Join(c1, ",") != "create statefulsets web-eu-" || strings.Join(c2, ",") != "create statefulsets web-us-" {
+		t.Fatalf("member calls %v and %v, want eu's StatefulSet created in member-1, us's in member-2", c1, c2)
+	}
+	waitUntil(t, func() bool { return seen("fleet/member-2", "web-us-x1") })
+
+	// member-2 built anew, as any UnitedDeployment's sync would once its profile changed.
+	old, _ := mf.reg.Member(ref2)
+	mu.Lock()
+	events = nil
+	mu.Unlock()
+	p2.Status.AccessProviders[0].Cluster.CertificateAuthorityData = []byte("new CA")
+	if _, err := mf.profiles.ApisV1alpha1().ClusterProfiles("fleet").UpdateStatus(context.Background(), p2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var rebuilt *fleet.Member
+	waitUntil(t, func() bool { rebuilt, _ = mf.reg.Member(ref2); return rebuilt != old })
+	waitUntil(t, rebuilt.HasSynced)
+	waitUntil(t, func() bool { return seen("fleet/member-2", "web-us-x1") })
+
+	mf.sync("web")
+	if c1, c2 := m1.calls(), m2.calls(); len(c1)+len(c2) != 0 {
+		t.Fatalf("member calls %v and %v while eu's StatefulSet is on its way to member-1's cache, want none", c1, c2)
+	}
+	if got := mf.actions(); len(got) != 0 {
+		t.Fatalf("hub calls %v while waiting, want none", got)
+	}
+
+	m1.deliver(t)
+	waitUntil(t, func() bool { return seen("fleet/member-1", "web-eu-x1") })
+	mf.sync("web")
+	if c1, c2 := m1.calls(), m2.calls(); len(c1)+len(c2) != 0 {
+		t.Fatalf("member calls %v and %v once member-1 shows eu's StatefulSet, want none", c1, c2)
+	}
+	l, _ := m1.kube.AppsV1().StatefulSets(ns).List(context.Background(), metav1.ListOptions{})
+	if len(l.Items) != 1 {
+		t.Fatalf("member-1 has %d StatefulSets, want 1", len(l.Items))
 	}
 }

@@ -364,8 +364,9 @@ func (p *subsetPlan) spec(subset string) *SubsetSpec {
 }
 
 // planUpdates brings each kept workload to its spec: the template only when its revision or
-// subset hash differs and nothing holds it (pause; a partition the kind cannot honour), replicas,
-// partition and pause always. A workload that already matches is not written.
+// subset hash differs and nothing holds it (pause; a partition the kind cannot honour; in a
+// member, a partition that keeps every pod), replicas, partition and pause always. A workload
+// that already matches is not written.
 func (p *subsetPlan) planUpdates(ud *appsv1alpha1.UnitedDeployment, kept map[string]*Subset) {
 	for _, spec := range p.specs {
 		name := spec.Subset.Name
@@ -387,12 +388,25 @@ func (p *subsetPlan) planUpdates(ud *appsv1alpha1.UnitedDeployment, kept map[str
 			spec.ApplyTemplate = false
 			p.hold(appsv1alpha1.ReasonPartitionUnsupported, name)
 		}
+		if spec.ApplyTemplate && notReleased(spec) {
+			spec.ApplyTemplate = false
+			p.hold(appsv1alpha1.ReasonNotReleased, name)
+		}
 		k := p.kindOf(w)
 		obj := k.Build(ud, w, spec)
 		if !apiequality.Semantic.DeepEqual(w.Object, obj) {
 			p.updates = append(p.updates, update{k, w, spec, obj})
 		}
 	}
+}
+
+// notReleased reports whether a subset runs in a member and its partition keeps every pod on
+// the old revision (a release has not reached it): its workload keeps the template it has, so
+// that a member never released is never written, neither when the template changes nor when
+// an abort writes the old one back (docs/fleet.md, "Failure cases"). A hub subset gets the
+// template with its partition, as a StatefulSet does.
+func notReleased(spec *SubsetSpec) bool {
+	return clusterOf(spec.Subset) != "" && spec.Partition > 0 && spec.Partition >= spec.Replicas
 }
 
 // oldRevisions are the oldest revisions beyond spec.revisionHistoryLimit (default 10), never the

@@ -88,7 +88,9 @@ func fillCounts(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.UnitedDe
 }
 
 // fillClusters writes each cluster subset's member state. The subset of a member that cannot
-// be used this sync keeps the pod counts last seen, which stay in the totals.
+// be read this sync keeps the pod counts last seen, which stay in the totals, except
+// updatedReadyReplicas: which of its pods are both updated and ready now is unknown, so none
+// counts (a rollout is never complete on counts nobody read; docs/fleet.md, "Status").
 func fillClusters(obs *observation, status *appsv1alpha1.UnitedDeploymentStatus) {
 	for i := range status.SubsetStatuses {
 		st := &status.SubsetStatuses[i]
@@ -111,7 +113,6 @@ func fillClusters(obs *observation, status *appsv1alpha1.UnitedDeploymentStatus)
 				st.ReadyReplicas, st.UpdatedReplicas = prev.ReadyReplicas, prev.UpdatedReplicas
 				status.ReadyReplicas += prev.ReadyReplicas
 				status.UpdatedReplicas += prev.UpdatedReplicas
-				status.UpdatedReadyReplicas += min(prev.ReadyReplicas, prev.UpdatedReplicas)
 				status.Replicas += prev.Replicas
 			}
 		} else if prev == nil || prev.Cluster == nil || !prev.Cluster.Reachable || cs.LastSeenTime == nil ||
@@ -184,6 +185,8 @@ func setConditions(ud *appsv1alpha1.UnitedDeployment, status *appsv1alpha1.Unite
 			why = "their member cluster is unreachable"
 		case appsv1alpha1.ReasonClusterUnsupported:
 			why = "their member cluster cannot run a " + kind
+		case appsv1alpha1.ReasonNotReleased:
+			why = "their partition keeps every pod on the old revision, and a member is written only once a release reaches it"
 		case appsv1alpha1.ReasonProvisionFailed:
 			msgs = append(msgs, fmt.Sprintf("subsets %s have no %s: creating it failed", strings.Join(r.notUpdated[reason], ", "), kind))
 			continue

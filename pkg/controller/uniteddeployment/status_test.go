@@ -160,3 +160,42 @@ func TestComputeStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadMemberNeverCountsAsUpdatedReady: a member the sync could not read (unreachable, or
+// its caches still filling after it came back) keeps its last counts in the totals, but none of
+// its pods counts as updated and ready: which of them are, nobody knows. Its last status said 4
+// ready and 2 updated, which would have read as 2 updated-ready (the least it could be is 0).
+func TestUnreadMemberNeverCountsAsUpdatedReady(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		member *memberState
+	}{
+		{"unreachable", &memberState{reason: appsv1alpha1.ReasonClusterUnreachable, message: "cluster fleet-system/m is unreachable: connection refused"}},
+		{"caches filling", &memberState{waiting: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, rev1 := settledWorld("StatefulSet")
+			ref := appsv1alpha1.ClusterProfileReference{Namespace: "fleet-system", Name: "m"}
+			w.ud.Spec.Topology.Subsets[2].ClusterProfileRef = &ref
+			rev2 := w.revision(2, func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:2") })
+			w.readyPods("StatefulSet", "zone-a", rev2, 3)
+			w.readyPods("StatefulSet", "zone-b", rev2, 3)
+			w.ud.Status.SubsetStatuses = []appsv1alpha1.SubsetStatus{{Name: "zone-c", Replicas: 4, ReadyReplicas: 4, UpdatedReplicas: 2,
+				Cluster: &appsv1alpha1.SubsetClusterStatus{ClusterProfile: "fleet-system/m", Reachable: true}}}
+			obs := w.observation()
+			obs.members = map[string]*memberState{"fleet-system/m": tt.member}
+			r := &result{alloc: map[string]int32{"zone-a": 3, "zone-b": 3, "zone-c": 4}, current: rev1, updated: rev2, subsets: &subsetPlan{kind: subsetKindOf("StatefulSet")}}
+			r.hold(appsv1alpha1.ReasonClusterUnreachable, "zone-c")
+			st := computeStatus(obs, r)
+			if st.Replicas != 10 || st.ReadyReplicas != 10 || st.UpdatedReplicas != 8 {
+				t.Errorf("totals %d replicas, %d ready, %d updated; want 10, 10, 8 (the member's last counts kept)", st.Replicas, st.ReadyReplicas, st.UpdatedReplicas)
+			}
+			if st.UpdatedReadyReplicas != 6 {
+				t.Errorf("updated and ready: %d, want 6 (the hub's only: the member's are unknown)", st.UpdatedReadyReplicas)
+			}
+			if st.CurrentRevision != rev1 {
+				t.Errorf("current revision %s, want %s while a member is unread", st.CurrentRevision, rev1)
+			}
+		})
+	}
+}

@@ -28,6 +28,7 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 	if apierrors.IsNotFound(err) {
 		// Its workloads and revisions go with it through their owner references.
 		c.expectations.DeleteExpectations(key)
+		c.memberWrites.forget(key)
 		c.statuses.Forget(key)
 		metrics.ForgetWorkload(Kind, name.Namespace, name.Name)
 		return nil
@@ -50,6 +51,14 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 	obs, err := c.observe(key, ud)
 	if err != nil {
 		return err
+	}
+	if n := c.memberWrites.unseen(key, obs); n > 0 {
+		// Workloads written to members are not all in their caches yet. Their events enqueue
+		// the UnitedDeployment again, but a member built anew lists without an event for one
+		// it deleted: look again soon.
+		logger.V(4).Info("Waiting for workloads written to member clusters to be observed", "writes", n)
+		c.Queue.AddAfter(name, memberSyncRetry)
+		return nil
 	}
 	if wrote, err := c.syncRetired(ctx, obs); wrote || err != nil {
 		return err

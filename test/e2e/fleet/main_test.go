@@ -1,5 +1,5 @@
-// Package fleet tests fleet releases end to end on three control planes: a hub, where the
-// workload-agent runs and reads ClusterProfiles, and two members with kube-controller-manager,
+// Package fleet tests fleet releases end to end on four control planes: a hub, where the
+// workload-agent runs and reads ClusterProfiles, and three members with kube-controller-manager,
 // kube-scheduler, kwok and the project's CRDs, all stored in the hub's etcd under a prefix each.
 // The test is the cluster manager (test/clustermanager): it publishes a ClusterProfile per member
 // and the credential plugin that gives the agent a namespace-scoped identity in each.
@@ -16,7 +16,7 @@ import (
 )
 
 // members are the member clusters' names, which are also their ClusterProfiles'.
-var members = []string{"member-1", "member-2"}
+var members = []string{"member-1", "member-2", "member-3"}
 
 func TestMain(m *testing.M) {
 	localcluster.RunFleetTestMain(m, localcluster.FleetOptions{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,19 +33,28 @@ import (
 const (
 	udName     = "web"
 	canaryName = "web-release"
-	udReplicas = 4 // 2 a member
+	perMember  = 2 // pods a member runs
 	v1Image    = "example.com/web:v1"
 	v2Image    = "example.com/web:v2"
 )
 
-// waves maps each subset, and so each wave, to its member cluster.
-var waves = []struct{ subset, member string }{{"eu-1", "member-1"}, {"us-1", "member-2"}}
+// fleetWave maps a subset, and so a wave, to its member cluster.
+type fleetWave struct{ subset, member string }
+
+// twoWaves are the subsets of most scenarios; threeWaves add a subset in member-3.
+var (
+	twoWaves   = []fleetWave{{"eu-1", "member-1"}, {"us-1", "member-2"}}
+	threeWaves = append(twoWaves[:2:2], fleetWave{"ap-1", "member-3"})
+)
 
 type fleetEnv struct {
 	*e2eenv.Env
 	fleet   *localcluster.Fleet
 	mgr     *clustermanager.Manager
 	members map[string]kubernetes.Interface
+	// waves are the UnitedDeployment's subsets, one a member; replicas their pods.
+	waves    []fleetWave
+	replicas int32
 	// verdict is what the web check's endpoint answers: {"ok": verdict}.
 	verdict  atomic.Bool
 	checkURL string
@@ -56,8 +66,15 @@ type fleetEnv struct {
 // a state the agent reports in status, not a fault to log).
 func setupFleet(t *testing.T) *fleetEnv {
 	t.Helper()
+	return setupFleetWaves(t, twoWaves)
+}
+
+// setupFleetWaves is setupFleet with a subset per wave.
+func setupFleetWaves(t *testing.T, waves []fleetWave) *fleetEnv {
+	t.Helper()
 	f, mgr := fleet(t)
-	e := &fleetEnv{Env: e2eenv.Setup(t), fleet: f, mgr: mgr, members: map[string]kubernetes.Interface{}}
+	e := &fleetEnv{Env: e2eenv.Setup(t), fleet: f, mgr: mgr, members: map[string]kubernetes.Interface{},
+		waves: waves, replicas: perMember * int32(len(waves))}
 	for _, name := range f.Names {
 		if err := mgr.Grant(e.Ctx, f.Member(name), e.NS); err != nil {
 			t.Fatal(err)
@@ -82,14 +99,14 @@ func setupFleet(t *testing.T) *fleetEnv {
 	ud := &v1alpha1.UnitedDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: udName},
 		Spec: v1alpha1.UnitedDeploymentSpec{
-			Replicas: ptr.To[int32](udReplicas),
+			Replicas: ptr.To(e.replicas),
 			Selector: sel,
 			Template: v1alpha1.SubsetTemplate{StatefulSetTemplate: &v1alpha1.StatefulSetTemplateSpec{Spec: appsv1.StatefulSetSpec{
 				Selector: sel, Template: tpl, ServiceName: udName, PodManagementPolicy: appsv1.ParallelPodManagement,
 			}}},
 		},
 	}
-	for _, w := range waves {
+	for _, w := range e.waves {
 		ud.Spec.Topology.Subsets = append(ud.Spec.Topology.Subsets, v1alpha1.Subset{
 			Name:              w.subset,
 			ClusterProfileRef: &v1alpha1.ClusterProfileReference{Namespace: clustermanager.Namespace, Name: w.member},
@@ -99,23 +116,23 @@ func setupFleet(t *testing.T) *fleetEnv {
 		t.Fatal(err)
 	}
 	e.waitUD("ready in both members on one revision", func(ud *v1alpha1.UnitedDeployment) bool {
-		return ud.Status.ReadyReplicas == udReplicas && ud.Status.UpdatedReplicas == udReplicas &&
-			ud.Status.CurrentRevision != "" && ud.Status.CurrentRevision == ud.Status.UpdatedRevision && allReachable(ud)
+		return ud.Status.ReadyReplicas == e.replicas && ud.Status.UpdatedReplicas == e.replicas &&
+			ud.Status.CurrentRevision != "" && ud.Status.CurrentRevision == ud.Status.UpdatedRevision && e.allReachable(ud)
 	})
-	for _, w := range waves {
+	for _, w := range e.waves {
 		e.waitImages(w.member, v1Image)
 	}
 	return e
 }
 
-func allReachable(ud *v1alpha1.UnitedDeployment) bool {
+func (e *fleetEnv) allReachable(ud *v1alpha1.UnitedDeployment) bool {
 	n := 0
 	for _, s := range ud.Status.SubsetStatuses {
 		if s.Cluster != nil && s.Cluster.Reachable {
 			n++
 		}
 	}
-	return n == len(waves)
+	return n == len(e.waves)
 }
 
 func (e *fleetEnv) waitUD(what string, cond func(*v1alpha1.UnitedDeployment) bool) *v1alpha1.UnitedDeployment {
@@ -167,7 +184,7 @@ func (e *fleetEnv) waitImages(member, image string) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return got[image] == udReplicas/len(waves) && len(got) == 1, fmt.Sprint(got), nil
+		return got[image] == perMember && len(got) == 1, fmt.Sprint(got), nil
 	})
 }
 
@@ -176,7 +193,7 @@ func (e *fleetEnv) createCanary(steps ...v1alpha1.CanaryStep) {
 	c := &v1alpha1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: canaryName},
 		Spec: v1alpha1.CanarySpec{
-			Replicas:  udReplicas,
+			Replicas:  e.replicas,
 			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "UnitedDeployment", Name: udName},
 			Steps:     steps,
 			Analysis: []v1alpha1.AnalysisCheck{{
@@ -200,8 +217,8 @@ func (e *fleetEnv) createCanary(steps ...v1alpha1.CanaryStep) {
 		if m == nil {
 			return false
 		}
-		for _, w := range waves {
-			if m.Partitions[w.subset] != udReplicas/int32(len(waves)) {
+		for _, w := range e.waves {
+			if m.Partitions[w.subset] != perMember {
 				return false
 			}
 		}
@@ -367,7 +384,7 @@ func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
 // finalizer: owner references cannot cross clusters).
 func TestFleetDeleteRemovesMemberWorkloads(t *testing.T) {
 	e := setupFleet(t)
-	for _, w := range waves {
+	for _, w := range e.waves {
 		if n := e.statefulSets(w.member); n == 0 {
 			t.Fatalf("%s has no StatefulSet of the UnitedDeployment", w.member)
 		}
@@ -378,7 +395,7 @@ func TestFleetDeleteRemovesMemberWorkloads(t *testing.T) {
 	e2eenv.WaitFor(t, e.Ctx, "the UnitedDeployment gone from the hub and its StatefulSets from the members", func(ctx context.Context) (bool, string, error) {
 		_, err := e.Apps.AppsV1alpha1().UnitedDeployments(e.NS).Get(ctx, udName, metav1.GetOptions{})
 		left := map[string]int{}
-		for _, w := range waves {
+		for _, w := range e.waves {
 			if n := e.statefulSets(w.member); n > 0 {
 				left[w.member] = n
 			}
@@ -395,4 +412,91 @@ func (e *fleetEnv) statefulSets(member string) int {
 		e.T.Fatal(err)
 	}
 	return len(list.Items)
+}
+
+// A failing check at wave 1 of three stops the release there: member-1, released, gets the
+// stable template back; member-2 and member-3, never released, keep their StatefulSets exactly
+// as they were (no write by the agent: same generation and resourceVersion) and their pods.
+func TestFleetFailingCheckAtWave1LeavesLaterWavesAlone(t *testing.T) {
+	e := setupFleetWaves(t, threeWaves)
+	e.verdict.Store(false)
+	e.createCanary(wave("eu-1", nil, "smoke"), wave("us-1", nil), wave("ap-1", nil))
+	before := map[string]memberWorkload{}
+	for _, w := range e.waves[1:] {
+		before[w.member] = e.heldWorkload(w.member)
+	}
+
+	e.setImage(v2Image)
+	c := e.waitCanary("to roll back by itself", func(c *v1alpha1.Canary) bool {
+		return c.Status.Phase == v1alpha1.CanaryRolledBack && c.Status.Abort != nil
+	})
+	if a := c.Status.Abort; a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 1 {
+		t.Errorf("abort %+v, want AnalysisFailed at step 1", a)
+	}
+	const clusters = "released to clusters member-1 (rolled back there); never released: clusters member-2, member-3 (left as they are)"
+	if !strings.Contains(c.Status.Message, clusters) {
+		t.Errorf("the Canary's status says %q, want it to say %q", c.Status.Message, clusters)
+	}
+	e.waitImages("member-1", v1Image)
+	e.waitUD("settled on the stable template", func(ud *v1alpha1.UnitedDeployment) bool {
+		return ud.Status.CurrentRevision == ud.Status.UpdatedRevision && ud.Status.UpdatedReplicas == e.replicas && e.allReachable(ud)
+	})
+	for _, w := range e.waves[1:] {
+		if got := e.memberWorkload(w.member); got != before[w.member] {
+			t.Errorf("%s, never released, changed:\n got %+v\nwant %+v", w.member, got, before[w.member])
+		}
+	}
+}
+
+// memberWorkload is what a release could change of a member's subset workload.
+type memberWorkload struct {
+	name, uid, resourceVersion, image, pods string
+	generation                              int64
+	replicas, partition                     int32
+}
+
+// heldWorkload waits until the member's StatefulSet is held entirely (partition = its
+// replicas) and settled (its controller observed it, every pod on its current revision), then
+// returns it.
+func (e *fleetEnv) heldWorkload(member string) memberWorkload {
+	e.T.Helper()
+	var got memberWorkload
+	e2eenv.WaitFor(e.T, e.Ctx, member+"'s StatefulSet held and settled", func(ctx context.Context) (bool, string, error) {
+		list, err := e.members[member].AppsV1().StatefulSets(e.NS).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprintf("%v, %v", list, err), nil
+		}
+		s := list.Items[0]
+		got = e.memberWorkload(member)
+		st := s.Status
+		return got.partition == perMember && st.ObservedGeneration == s.Generation && st.CurrentRevision == st.UpdateRevision &&
+			st.ReadyReplicas == perMember, fmt.Sprintf("%+v %+v", got, st), nil
+	})
+	return got
+}
+
+// memberWorkload reads the member's only StatefulSet and the UIDs of its pods.
+func (e *fleetEnv) memberWorkload(member string) memberWorkload {
+	e.T.Helper()
+	list, err := e.members[member].AppsV1().StatefulSets(e.NS).List(e.Ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		e.T.Fatalf("%s's StatefulSets: %v, %v; want one", member, list, err)
+	}
+	s := list.Items[0]
+	w := memberWorkload{name: s.Name, uid: string(s.UID), resourceVersion: s.ResourceVersion, generation: s.Generation,
+		image: s.Spec.Template.Spec.Containers[0].Image, replicas: ptr.Deref(s.Spec.Replicas, 0)}
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		w.partition = ptr.Deref(ru.Partition, 0)
+	}
+	pods, err := e.members[member].CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=" + udName})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var uids []string
+	for _, p := range pods.Items {
+		uids = append(uids, string(p.UID))
+	}
+	sort.Strings(uids)
+	w.pods = strings.Join(uids, ",")
+	return w
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/kubectl-workload/kubectl-workload/test/localcluster"
 )
 
-// TestControlPlanesAreSeparate: one etcd, three clusters that see nothing of each other, a hub
+// TestControlPlanesAreSeparate: one etcd, clusters that see nothing of each other, a hub
 // without nodes and members whose nodes are Ready and whose API serves the project's CRDs.
 func TestControlPlanesAreSeparate(t *testing.T) {
 	f, _ := fleet(t)

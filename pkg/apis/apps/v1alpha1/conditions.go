@@ -76,6 +76,9 @@ const (
 	// ReasonClusterUnsupported: a subset's member cluster cannot run the subset's kind (a TApp
 	// where tapps.apps.workload.dev is not served).
 	ReasonClusterUnsupported = "ClusterUnsupported"
+	// ReasonNotReleased: a subset in a member cluster whose partition keeps every pod on the
+	// old revision keeps its template: a member is written only once a release reaches it.
+	ReasonNotReleased = "NotReleased"
 )
 
 // Canary condition reasons.
