@@ -26,7 +26,6 @@ func BenchmarkBlueGreenRelease(b *testing.B) {
 	e := getEnv(b)
 	e.deleteNamespace(b, canaryNS)
 	e.ensureNamespace(b, canaryNS)
-	defer e.deleteNamespace(b, canaryNS)
 	ctx := context.Background()
 	stable := newDeployment("stable", replicas, imageV1)
 	stable.Spec.Template.Labels[appsv1alpha1.LabelBlueGreen] = "stable"
@@ -46,6 +45,9 @@ func BenchmarkBlueGreenRelease(b *testing.B) {
 	defer w.stop()
 	a := e.startAgent(b, "canary", "--controllers=canary")
 	defer func() { _ = a.Stop() }()
+	// Deleted while the agent runs: it removes the Canary's finalizer (docs/canary.md), which
+	// would otherwise hold the namespace Terminating for good.
+	defer e.deleteNamespace(b, canaryNS)
 	c := &appsv1alpha1.Canary{ObjectMeta: metav1.ObjectMeta{Name: "release"}}
 	c.Spec.Replicas = int32(replicas)
 	c.Spec.StableRef.Name = "stable"
