@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -158,13 +159,9 @@ func specOf(u *unstructured.Unstructured) (*v1alpha1.AnalysisTemplateSpec, error
 
 // addTemplate expands spec with the --arg values and adds its checks.
 func (o *Options) addTemplate(spec *v1alpha1.AnalysisTemplateSpec, ref string) error {
-	given := map[string]string{}
-	for _, a := range o.Args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--arg %q: want NAME=VALUE", a)
-		}
-		given[k] = v
+	given, err := o.givenArgs(spec, ref)
+	if err != nil {
+		return err
 	}
 	checks, err := analysis.ExpandTemplate("", spec, given)
 	var unset *analysis.UnsetArgsError
@@ -180,6 +177,38 @@ func (o *Options) addTemplate(spec *v1alpha1.AnalysisTemplateSpec, ref string) e
 		o.add(&checks[i], ref)
 	}
 	return nil
+}
+
+// givenArgs parses the --arg values for the template spec (named ref): each NAME=VALUE once, and
+// each NAME an argument spec declares; a refusal names the template and its arguments, since
+// the person typing them has the template's name, not its text, in front of them.
+func (o *Options) givenArgs(spec *v1alpha1.AnalysisTemplateSpec, ref string) (map[string]string, error) {
+	declared := make([]string, len(spec.Args))
+	for i, a := range spec.Args {
+		declared[i] = a.Name
+	}
+	given := map[string]string{}
+	var unknown []string
+	for _, a := range o.Args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--arg %q: want NAME=VALUE", a)
+		}
+		if old, twice := given[k]; twice {
+			return nil, fmt.Errorf("--arg %s is given twice (%s, %s): give each argument once", k, old, v)
+		}
+		given[k] = v
+		if !slices.Contains(declared, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	switch {
+	case len(unknown) > 0 && len(declared) == 0:
+		return nil, fmt.Errorf("%s declares no arguments: drop --arg %s", ref, strings.Join(unknown, ", "))
+	case len(unknown) > 0:
+		return nil, fmt.Errorf("%s declares no argument %s: its arguments are %s", ref, strings.Join(unknown, ", "), strings.Join(declared, ", "))
+	}
+	return given, nil
 }
 
 func (o *Options) fromFile() error {

@@ -57,6 +57,17 @@ func templateFile(t *testing.T, url string) string {
 	return p
 }
 
+// otherFile is a manifest of a Service and a TApp: no template in it.
+func otherFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "tapp.yaml")
+	doc := "apiVersion: v1\nkind: Service\nmetadata: {name: gameserver}\nspec: {clusterIP: None}\n---\n" +
+		"apiVersion: apps.workload.dev/v1alpha1\nkind: TApp\nmetadata: {name: gameserver}\n"
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestAnalyzeTemplateFile(t *testing.T) {
 	srv := sloServer(t)
 	file := templateFile(t, srv.URL)
@@ -73,6 +84,8 @@ func TestAnalyzeTemplateFile(t *testing.T) {
 		{"error-arg-without-file", []string{"canary/checkout", "--arg", "service=x"}, 1},
 		{"error-arg-not-name-value", []string{"-f", file, "--arg", "service"}, 1},
 		{"error-file-and-template", []string{"-f", file, "catpl/error-rate"}, 1},
+		{"error-arg-twice", []string{"-f", file, "--arg", "service=checkout", "--arg", "service=payments"}, 1},
+		{"error-arg-unknown", []string{"-f", file, "--arg", "service=checkout", "--arg", "maximum=0.5"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdAnalyze, nil, tc.args...)
@@ -158,6 +171,7 @@ func TestAnalyzeTemplateOfTheCluster(t *testing.T) {
 		{"catpl-inconclusive", []string{"clusteranalysistemplates.apps.workload.dev/error-rate", "--arg", "service=down"}, 2},
 		{"error-catpl-unset-argument", []string{"catpl/error-rate"}, 1},
 		{"error-catpl-missing", []string{"catpl/nope", "--arg", "service=checkout"}, 1},
+		{"error-catpl-unknown-argument", []string{"catpl/error-rate", "--arg", "service=checkout", "--arg", "svc=checkout"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdAnalyze, objects(), tc.args...)
