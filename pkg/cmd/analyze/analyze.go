@@ -3,9 +3,12 @@
 package analyze
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -216,19 +220,63 @@ func (o *Options) fromFile() error {
 	if err != nil {
 		return err
 	}
+	doc, err := templateDocument(filepath.Base(o.File), data)
+	if err != nil {
+		return err
+	}
 	var t struct {
 		APIVersion string                        `json:"apiVersion"`
 		Kind       string                        `json:"kind"`
 		Meta       metav1.ObjectMeta             `json:"metadata"`
 		Spec       v1alpha1.AnalysisTemplateSpec `json:"spec"`
 	}
-	if err := yaml.UnmarshalStrict(data, &t); err != nil {
+	if err := yaml.UnmarshalStrict(doc, &t); err != nil {
 		return fmt.Errorf("%s: %v", filepath.Base(o.File), err)
 	}
-	if t.Kind != v1alpha1.KindAnalysisTemplate && t.Kind != v1alpha1.KindClusterAnalysisTemplate {
-		return fmt.Errorf("%s is a %q: want an AnalysisTemplate or a ClusterAnalysisTemplate", filepath.Base(o.File), t.Kind)
-	}
 	return o.addTemplate(&t.Spec, t.Kind+"/"+t.Meta.Name)
+}
+
+// templateDocument is the one AnalysisTemplate or ClusterAnalysisTemplate document of a
+// manifest (named name), which may hold other objects beside it, as kubectl's -f files do. A
+// manifest of no template, or of several, is refused naming what it holds: decoding another
+// kind as a template would fail on the first field templates lack, which says nothing useful.
+func templateDocument(name string, data []byte) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var found, others []string
+	var doc []byte
+	for {
+		d, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		var head struct {
+			Kind string            `json:"kind"`
+			Meta metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(d, &head); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		switch head.Kind {
+		case "":
+			continue // an empty document, or one of comments only
+		case v1alpha1.KindAnalysisTemplate, v1alpha1.KindClusterAnalysisTemplate:
+			found, doc = append(found, head.Kind+"/"+head.Meta.Name), d
+		default:
+			others = append(others, head.Kind+"/"+head.Meta.Name)
+		}
+	}
+	switch {
+	case len(found) > 1:
+		return nil, fmt.Errorf("%s holds %d templates (%s): give -f a manifest of one", name, len(found), strings.Join(found, ", "))
+	case len(found) == 0 && len(others) == 0:
+		return nil, fmt.Errorf("%s holds no AnalysisTemplate or ClusterAnalysisTemplate: give -f a template manifest", name)
+	case len(found) == 0:
+		return nil, fmt.Errorf("%s holds no AnalysisTemplate or ClusterAnalysisTemplate (it holds %s): give -f a template manifest", name, strings.Join(others, ", "))
+	}
+	return doc, nil
 }
 
 func (o *Options) fromCanary(ctx context.Context) error {

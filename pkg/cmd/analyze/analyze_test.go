@@ -50,8 +50,13 @@ spec:
 `
 
 func templateFile(t *testing.T, url string) string {
+	return writeTemplate(t, "", url)
+}
+
+// writeTemplate writes the template after the documents of before (YAML ending with ---).
+func writeTemplate(t *testing.T, before, url string) string {
 	p := filepath.Join(t.TempDir(), "template.yaml")
-	if err := os.WriteFile(p, []byte(fmt.Sprintf(template, url)), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(before+fmt.Sprintf(template, url)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -86,6 +91,9 @@ func TestAnalyzeTemplateFile(t *testing.T) {
 		{"error-file-and-template", []string{"-f", file, "catpl/error-rate"}, 1},
 		{"error-arg-twice", []string{"-f", file, "--arg", "service=checkout", "--arg", "service=payments"}, 1},
 		{"error-arg-unknown", []string{"-f", file, "--arg", "service=checkout", "--arg", "maximum=0.5"}, 1},
+		{"error-file-not-a-template", []string{"-f", otherFile(t)}, 1},
+		{"template-beside-other-objects", []string{"-f", writeTemplate(t, "apiVersion: v1\nkind: Service\nmetadata: {name: slo}\nspec: {clusterIP: None}\n---\n", srv.URL), "--arg", "service=checkout"}, 0},
+		{"error-file-two-templates", []string{"-f", writeTemplate(t, fmt.Sprintf(template, srv.URL)+"---\n", srv.URL)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdAnalyze, nil, tc.args...)
