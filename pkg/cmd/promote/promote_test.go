@@ -107,6 +107,7 @@ func TestPromote(t *testing.T) {
 		{"promote-canary-bluegreen-preview", blueGreen(), []string{"canary/checkout"}},
 		{"promote-canary-bluegreen-full", blueGreen(), []string{"canary/checkout", "--full"}},
 		{"promote-dry-run-client", paused, []string{"canary/checkout", "--dry-run=client"}},
+		{"promote-canary-from-file-beside-its-deployment", paused, []string{"-f", "testdata/checkout.yaml", "--dry-run=client"}},
 		{"promote-dry-run-server", paused, []string{"canary/checkout", "--dry-run=server"}},
 		{"promote-ud-subset", paused, []string{"ud/orders", "--subset", "zone-a"}},
 		{"promote-ud-subsets", paused, []string{"ud/orders", "--subset=zone-b", "--subset=zone-a", "--subset=zone-c"}},
