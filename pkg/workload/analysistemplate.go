@@ -148,10 +148,10 @@ func checkText(c *v1alpha1.AnalysisCheck) string {
 		parts = append(parts, fmt.Sprintf("failureLimit %d, inconclusiveLimit %d", c.FailureLimit, c.InconclusiveLimit))
 	}
 	if c.SuccessCondition != "" {
-		parts = append(parts, "success: "+c.SuccessCondition)
+		parts = append(parts, "success: "+strings.TrimSpace(c.SuccessCondition))
 	}
 	if c.FailureCondition != "" {
-		parts = append(parts, "failure: "+c.FailureCondition)
+		parts = append(parts, "failure: "+strings.TrimSpace(c.FailureCondition))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -159,7 +159,7 @@ func checkText(c *v1alpha1.AnalysisCheck) string {
 func providerText(p v1alpha1.AnalysisProvider) string {
 	switch {
 	case p.Prometheus != nil:
-		return fmt.Sprintf("prometheus %s: %s", p.Prometheus.Address, p.Prometheus.Query)
+		return fmt.Sprintf("prometheus %s: %s", p.Prometheus.Address, strings.TrimSpace(p.Prometheus.Query))
 	case p.Web != nil:
 		method := p.Web.Method
 		if method == "" {

@@ -102,7 +102,10 @@ func (f *fleet) state(subset string) clusterState {
 	if !ok || st.Cluster == nil {
 		return clusterState{}
 	}
-	c := clusterState{observed: true, reachable: st.Cluster.Reachable, message: st.Cluster.Message}
+	// The agent's message opens with "cluster NS/NAME is unreachable: ", which phrase and the
+	// lines around it say already.
+	msg := strings.TrimPrefix(st.Cluster.Message, "cluster "+st.Cluster.ClusterProfile+" is unreachable: ")
+	c := clusterState{observed: true, reachable: st.Cluster.Reachable, message: msg}
 	if st.Cluster.LastSeenTime != nil {
 		c.lastSeen = duration.HumanDuration(Now().Sub(st.Cluster.LastSeenTime.Time)) + " ago"
 	}

@@ -58,7 +58,7 @@ func Resolve(g genericclioptions.RESTClientGetter, args, files []string, allowed
 		return Target{}, nil, err
 	}
 	if len(files) > 0 {
-		if infos, err = workloadsIn(files, infos); err != nil {
+		if infos, err = workloadsIn(files, infos, allowed); err != nil {
 			return Target{}, nil, err
 		}
 	}
@@ -75,21 +75,32 @@ func Resolve(g genericclioptions.RESTClientGetter, args, files []string, allowed
 }
 
 // workloadsIn keeps the one workload of the objects read from files: a file may hold others
-// beside it (a Service, a ConfigMap), as the examples do.
-func workloadsIn(files []string, infos []*resource.Info) ([]*resource.Info, error) {
-	var out []*resource.Info
+// beside it (a Service, a ConfigMap), as the examples do, and a workload beside the Canary that
+// releases it (a Deployment and its Canary): then the one of a kind the verb works on (allowed)
+// is taken. A refusal names the workloads the files hold.
+func workloadsIn(files []string, infos []*resource.Info, allowed []Kind) ([]*resource.Info, error) {
+	var out, fit []*resource.Info
+	var held []string
 	for _, info := range infos {
-		if _, ok := kindOf(info.Mapping.GroupVersionKind.GroupKind()); ok {
-			out = append(out, info)
+		kind, ok := kindOf(info.Mapping.GroupVersionKind.GroupKind())
+		if !ok {
+			continue
+		}
+		out, held = append(out, info), append(held, Ref{Kind: kind, Name: info.Name}.String())
+		if kindIn(kind, allowed) {
+			fit = append(fit, info)
 		}
 	}
+	from := strings.Join(files, ", ")
 	switch {
 	case len(out) == 0:
-		return nil, fmt.Errorf("%s holds no workload: use one of %s", strings.Join(files, ", "), names(Kinds))
-	case len(out) > 1:
-		return nil, fmt.Errorf("%s holds %d workloads: this command acts on one", strings.Join(files, ", "), len(out))
+		return nil, fmt.Errorf("%s holds no workload: use one of %s", from, names(Kinds))
+	case len(fit) == 1, len(out) == 1:
+		return append(fit, out...)[:1], nil // the one of an allowed kind, else the one to refuse
+	case len(fit) == 0:
+		return nil, fmt.Errorf("%s holds no %s: it holds %s", from, names(allowed), strings.Join(held, ", "))
 	}
-	return out, nil
+	return nil, fmt.Errorf("%s holds %d workloads (%s): this command acts on one; name it as TYPE/NAME", from, len(out), strings.Join(held, ", "))
 }
 
 // ownKindFor is the kind of one of our custom resources that typed names as its CRD declares it

@@ -3,11 +3,15 @@
 package analyze
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -158,13 +163,9 @@ func specOf(u *unstructured.Unstructured) (*v1alpha1.AnalysisTemplateSpec, error
 
 // addTemplate expands spec with the --arg values and adds its checks.
 func (o *Options) addTemplate(spec *v1alpha1.AnalysisTemplateSpec, ref string) error {
-	given := map[string]string{}
-	for _, a := range o.Args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--arg %q: want NAME=VALUE", a)
-		}
-		given[k] = v
+	given, err := o.givenArgs(spec, ref)
+	if err != nil {
+		return err
 	}
 	checks, err := analysis.ExpandTemplate("", spec, given)
 	var unset *analysis.UnsetArgsError
@@ -182,8 +183,44 @@ func (o *Options) addTemplate(spec *v1alpha1.AnalysisTemplateSpec, ref string) e
 	return nil
 }
 
+// givenArgs parses the --arg values for the template spec (named ref): each NAME=VALUE once, and
+// each NAME an argument spec declares; a refusal names the template and its arguments, since
+// the person typing them has the template's name, not its text, in front of them.
+func (o *Options) givenArgs(spec *v1alpha1.AnalysisTemplateSpec, ref string) (map[string]string, error) {
+	declared := make([]string, len(spec.Args))
+	for i, a := range spec.Args {
+		declared[i] = a.Name
+	}
+	given := map[string]string{}
+	var unknown []string
+	for _, a := range o.Args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--arg %q: want NAME=VALUE", a)
+		}
+		if old, twice := given[k]; twice {
+			return nil, fmt.Errorf("--arg %s is given twice (%s, %s): give each argument once", k, old, v)
+		}
+		given[k] = v
+		if !slices.Contains(declared, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	switch {
+	case len(unknown) > 0 && len(declared) == 0:
+		return nil, fmt.Errorf("%s declares no arguments: drop --arg %s", ref, strings.Join(unknown, ", "))
+	case len(unknown) > 0:
+		return nil, fmt.Errorf("%s declares no argument %s: its arguments are %s", ref, strings.Join(unknown, ", "), strings.Join(declared, ", "))
+	}
+	return given, nil
+}
+
 func (o *Options) fromFile() error {
 	data, err := os.ReadFile(o.File)
+	if err != nil {
+		return err
+	}
+	doc, err := templateDocument(filepath.Base(o.File), data)
 	if err != nil {
 		return err
 	}
@@ -193,13 +230,53 @@ func (o *Options) fromFile() error {
 		Meta       metav1.ObjectMeta             `json:"metadata"`
 		Spec       v1alpha1.AnalysisTemplateSpec `json:"spec"`
 	}
-	if err := yaml.UnmarshalStrict(data, &t); err != nil {
+	if err := yaml.UnmarshalStrict(doc, &t); err != nil {
 		return fmt.Errorf("%s: %v", filepath.Base(o.File), err)
 	}
-	if t.Kind != v1alpha1.KindAnalysisTemplate && t.Kind != v1alpha1.KindClusterAnalysisTemplate {
-		return fmt.Errorf("%s is a %q: want an AnalysisTemplate or a ClusterAnalysisTemplate", filepath.Base(o.File), t.Kind)
-	}
 	return o.addTemplate(&t.Spec, t.Kind+"/"+t.Meta.Name)
+}
+
+// templateDocument is the one AnalysisTemplate or ClusterAnalysisTemplate document of a
+// manifest (named name), which may hold other objects beside it, as kubectl's -f files do. A
+// manifest of no template, or of several, is refused naming what it holds: decoding another
+// kind as a template would fail on the first field templates lack, which says nothing useful.
+func templateDocument(name string, data []byte) ([]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var found, others []string
+	var doc []byte
+	for {
+		d, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		var head struct {
+			Kind string            `json:"kind"`
+			Meta metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(d, &head); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		switch head.Kind {
+		case "":
+			continue // an empty document, or one of comments only
+		case v1alpha1.KindAnalysisTemplate, v1alpha1.KindClusterAnalysisTemplate:
+			found, doc = append(found, head.Kind+"/"+head.Meta.Name), d
+		default:
+			others = append(others, head.Kind+"/"+head.Meta.Name)
+		}
+	}
+	switch {
+	case len(found) > 1:
+		return nil, fmt.Errorf("%s holds %d templates (%s): give -f a manifest of one", name, len(found), strings.Join(found, ", "))
+	case len(found) == 0 && len(others) == 0:
+		return nil, fmt.Errorf("%s holds no AnalysisTemplate or ClusterAnalysisTemplate: give -f a template manifest", name)
+	case len(found) == 0:
+		return nil, fmt.Errorf("%s holds no AnalysisTemplate or ClusterAnalysisTemplate (it holds %s): give -f a template manifest", name, strings.Join(others, ", "))
+	}
+	return doc, nil
 }
 
 func (o *Options) fromCanary(ctx context.Context) error {

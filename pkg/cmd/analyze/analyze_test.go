@@ -50,8 +50,24 @@ spec:
 `
 
 func templateFile(t *testing.T, url string) string {
+	return writeTemplate(t, "", url)
+}
+
+// writeTemplate writes the template after the documents of before (YAML ending with ---).
+func writeTemplate(t *testing.T, before, url string) string {
 	p := filepath.Join(t.TempDir(), "template.yaml")
-	if err := os.WriteFile(p, []byte(fmt.Sprintf(template, url)), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(before+fmt.Sprintf(template, url)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// otherFile is a manifest of a Service and a TApp: no template in it.
+func otherFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "tapp.yaml")
+	doc := "apiVersion: v1\nkind: Service\nmetadata: {name: gameserver}\nspec: {clusterIP: None}\n---\n" +
+		"apiVersion: apps.workload.dev/v1alpha1\nkind: TApp\nmetadata: {name: gameserver}\n"
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -73,6 +89,11 @@ func TestAnalyzeTemplateFile(t *testing.T) {
 		{"error-arg-without-file", []string{"canary/checkout", "--arg", "service=x"}, 1},
 		{"error-arg-not-name-value", []string{"-f", file, "--arg", "service"}, 1},
 		{"error-file-and-template", []string{"-f", file, "catpl/error-rate"}, 1},
+		{"error-arg-twice", []string{"-f", file, "--arg", "service=checkout", "--arg", "service=payments"}, 1},
+		{"error-arg-unknown", []string{"-f", file, "--arg", "service=checkout", "--arg", "maximum=0.5"}, 1},
+		{"error-file-not-a-template", []string{"-f", otherFile(t)}, 1},
+		{"template-beside-other-objects", []string{"-f", writeTemplate(t, "apiVersion: v1\nkind: Service\nmetadata: {name: slo}\nspec: {clusterIP: None}\n---\n", srv.URL), "--arg", "service=checkout"}, 0},
+		{"error-file-two-templates", []string{"-f", writeTemplate(t, fmt.Sprintf(template, srv.URL)+"---\n", srv.URL)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdAnalyze, nil, tc.args...)
@@ -158,6 +179,7 @@ func TestAnalyzeTemplateOfTheCluster(t *testing.T) {
 		{"catpl-inconclusive", []string{"clusteranalysistemplates.apps.workload.dev/error-rate", "--arg", "service=down"}, 2},
 		{"error-catpl-unset-argument", []string{"catpl/error-rate"}, 1},
 		{"error-catpl-missing", []string{"catpl/nope", "--arg", "service=checkout"}, 1},
+		{"error-catpl-unknown-argument", []string{"catpl/error-rate", "--arg", "service=checkout", "--arg", "svc=checkout"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := cmdtest.Run(t, NewCmdAnalyze, objects(), tc.args...)

@@ -28,7 +28,8 @@ func FleetUnitedDeployment(now time.Time, hub bool) *v1alpha1.UnitedDeployment {
 			{Name: "eu-1", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, Cluster: &v1alpha1.SubsetClusterStatus{
 				ClusterProfile: "fleet-system/eu-1", Reachable: true, LastSeenTime: ptr.To(metav1.NewTime(now.Add(-20 * time.Second)))}},
 			{Name: "us-1", Replicas: 2, ReadyReplicas: 2, Partition: 2, Cluster: &v1alpha1.SubsetClusterStatus{
-				ClusterProfile: "fleet-system/us-1", Message: "ClusterProfile condition ControlPlaneHealthy is False",
+				// Worded as the agent words it (pkg/controller/uniteddeployment, observeMember).
+				ClusterProfile: "fleet-system/us-1", Message: "cluster fleet-system/us-1 is unreachable: ClusterProfile condition ControlPlaneHealthy is False",
 				LastSeenTime: ptr.To(metav1.NewTime(now.Add(-5 * time.Minute)))}}}}
 	if hub {
 		u.Spec.Replicas = ptr.To[int32](6)

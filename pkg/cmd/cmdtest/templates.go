@@ -28,7 +28,8 @@ func AnalysisTemplates(namespace string, created time.Time) []runtime.Object {
 			{Name: "error-ratio", Interval: every, Count: ptr.To[int32](10), FailureLimit: 1,
 				SuccessCondition: "result.size() == 1 && result[0] < {{args.threshold}}",
 				Provider: v1alpha1.AnalysisProvider{Prometheus: &v1alpha1.PrometheusProvider{Address: prom,
-					Query: `sum(rate(http_errors_total{service="{{args.service}}"}[1m])) / sum(rate(http_requests_total{service="{{args.service}}"}[1m]))`}}},
+					// On three lines, as a YAML block (|) gives it: examples/clusteranalysistemplate-error-rate.yaml.
+					Query: "sum(rate(http_errors_total{service=\"{{args.service}}\"}[1m]))\n/\n  sum(rate(http_requests_total{service=\"{{args.service}}\"}[1m]))\n"}}},
 			{Name: "latency-p99", Interval: every,
 				FailureCondition: "result.size() == 1 && result[0] > 0.5",
 				Provider: v1alpha1.AnalysisProvider{Prometheus: &v1alpha1.PrometheusProvider{Address: prom,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -265,6 +266,10 @@ func writeTrimmed(out io.Writer, text string, width int) error {
 	return err
 }
 
+// lineBreaks are the line breaks of a cell, with the indentation around them: a PromQL query or a
+// CEL condition written as a YAML block spans lines, and a row must stay one line of the table.
+var lineBreaks = regexp.MustCompile(`[ \t]*[\r\n]+[ \t]*`)
+
 func row(w io.Writer, prefix string, n *workload.Node) {
 	age := ""
 	if !n.Created.IsZero() {
@@ -272,7 +277,7 @@ func row(w io.Writer, prefix string, n *workload.Node) {
 	}
 	cells := []string{prefix + n.Name, n.Ready, n.Status, n.Restarts, age, n.Info}
 	for i, c := range cells {
-		cells[i] = strings.ReplaceAll(c, "\t", " ")
+		cells[i] = lineBreaks.ReplaceAllString(strings.ReplaceAll(c, "\t", " "), " ")
 	}
 	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }

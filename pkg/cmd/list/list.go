@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -94,6 +95,10 @@ func NewCmdList(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Co
 func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("list takes no arguments, got %v: use -n NAMESPACE, -A or -l SELECTOR to choose what it lists", args)
+	}
+	// Checked here, not by the API server: its refusal would name the first kind listed, not the flag.
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return fmt.Errorf("-l %q: not a label selector (%v)", o.Selector, err)
 	}
 	var err error
 	switch format := *o.PrintFlags.OutputFormat; format {

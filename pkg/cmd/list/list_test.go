@@ -100,6 +100,7 @@ func TestList(t *testing.T) {
 		{"error-not-installed", withNothing, nil, nil},
 		{"error-arguments", NewCmdList, nil, []string{"tapp/web"}},
 		{"error-output", NewCmdList, nil, []string{"-o", "table"}},
+		{"error-selector", NewCmdList, objects(), []string{"-l", "team=(payments"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,6 +99,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// A UnitedDeployment a Canary releases in place has its partitions set by the agent, step
+	// by step: a promote of its subsets would be set back at once.
+	if err := workload.RefuseHeldPartition(ctx, o.Client, o.Namespace, o.Ref); err != nil {
+		return err
+	}
 	var batch int32
 	err := o.Do(ctx, o.Out, func(_ context.Context, obj *unstructured.Unstructured) (change workload.Change, err error) {
 		change, batch, err = workload.Promote(o.Ref, obj, o.options())

@@ -71,9 +71,15 @@ func ud() *v1alpha1.UnitedDeployment {
 	return u
 }
 
+// objects: the Canary c, ud/orders, deploy/front, and ud/ledger with canary/ledger releasing it
+// in place (the Canary sets its partitions step by step).
 func objects(c *v1alpha1.Canary) []runtime.Object {
 	deploy := &appsv1.Deployment{ObjectMeta: meta("front")}
-	return []runtime.Object{c, ud(), deploy}
+	ledger := ud()
+	ledger.Name = "ledger"
+	release := &v1alpha1.Canary{ObjectMeta: meta("ledger")}
+	release.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "UnitedDeployment", Name: "ledger"}
+	return []runtime.Object{c, ud(), deploy, ledger, release}
 }
 
 func TestPromote(t *testing.T) {
@@ -101,6 +107,7 @@ func TestPromote(t *testing.T) {
 		{"promote-canary-bluegreen-preview", blueGreen(), []string{"canary/checkout"}},
 		{"promote-canary-bluegreen-full", blueGreen(), []string{"canary/checkout", "--full"}},
 		{"promote-dry-run-client", paused, []string{"canary/checkout", "--dry-run=client"}},
+		{"promote-canary-from-file-beside-its-deployment", paused, []string{"-f", "testdata/checkout.yaml", "--dry-run=client"}},
 		{"promote-dry-run-server", paused, []string{"canary/checkout", "--dry-run=server"}},
 		{"promote-ud-subset", paused, []string{"ud/orders", "--subset", "zone-a"}},
 		{"promote-ud-subsets", paused, []string{"ud/orders", "--subset=zone-b", "--subset=zone-a", "--subset=zone-c"}},
@@ -115,6 +122,8 @@ func TestPromote(t *testing.T) {
 		{"error-ud-no-subset", paused, []string{"ud/orders"}},
 		{"error-ud-subset-and-all", paused, []string{"ud/orders", "--subset", "zone-a", "--all"}},
 		{"error-ud-full", paused, []string{"ud/orders", "--full"}},
+		{"error-ud-released-by-canary", paused, []string{"ud/ledger", "--subset", "zone-a"}},
+		{"error-ud-all-released-by-canary", paused, []string{"ud/ledger", "--all", "--dry-run=server"}},
 		{"error-deployment", paused, []string{"deploy/front"}},
 		{"error-missing", paused, []string{"canary/nope"}},
 		{"error-no-args", paused, nil},

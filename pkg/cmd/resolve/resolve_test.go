@@ -55,7 +55,12 @@ func TestTarget(t *testing.T) {
 		{[]string{"ds", "agents"}, all, "DaemonSet agents in test, rest []\n"},
 		{[]string{"-f", "testdata/tapp.yaml"}, all, "TApp web in test, rest []\n"},
 		{[]string{"-f", "testdata/tapp.yaml", "web=nginx:1.28"}, all, "TApp web in test, rest [web=nginx:1.28]\n"},
-		{[]string{"-f", "testdata/two.yaml"}, all, "error: testdata/two.yaml holds 2 workloads: this command acts on one"},
+		{[]string{"-f", "testdata/two.yaml"}, all, "error: testdata/two.yaml holds 2 workloads (tapp/web, sts/db): this command acts on one; name it as TYPE/NAME"},
+		// A file of a workload and the Canary that releases it (the examples): a verb of one of
+		// the two kinds takes the one of its kind.
+		{[]string{"-f", "testdata/two.yaml"}, newCmd(workload.TApp), "TApp web in test, rest []\n"},
+		{[]string{"-f", "testdata/two.yaml", "1"}, newCmd(workload.Partitionable...), "error: testdata/two.yaml holds 2 workloads (tapp/web, sts/db): this command acts on one; name it as TYPE/NAME"},
+		{[]string{"-f", "testdata/two.yaml"}, newCmd(workload.Canary), "error: testdata/two.yaml holds no canary (Canary): it holds tapp/web, sts/db"},
 		{[]string{"-f", "testdata/missing.yaml"}, all, `error: the path "testdata/missing.yaml" does not exist`},
 		{[]string{"pods/web-0"}, all, `error: unknown workload type "pods": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet), ds (DaemonSet)`},
 		{[]string{"svc/web"}, all, `error: unknown workload type "svc": use one of tapp (TApp), ud (UnitedDeployment), canary (Canary), deploy (Deployment), sts (StatefulSet), ds (DaemonSet)`},
