@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 )
@@ -248,4 +249,47 @@ func TestBlueGreenTargetRouteChangeDuringTheScaleDownRestarts(t *testing.T) {
 	f.tstep(routePatch(weightOps(100, 0)), "update deployments checkout-canary", writeStatus)
 	f.wantRoute(0, false)
 	f.status(v1alpha1.CanaryProgressing, 1, U, P, P)
+}
+
+// A failed pre-promotion check aborts the release before the switch: the route never gives the
+// preview anything, and the preview goes.
+func TestBlueGreenTargetRoutePrePromotionFailureNeverSwitches(t *testing.T) {
+	f := heldTargetRoute(t, func(s *v1alpha1.CanarySpec) {
+		s.BlueGreen.PrePromotionAnalysis = []string{"health"}
+		withHealthCheck(s)
+	})
+	f.setImage("nginx:1.27")
+	f.tstep(createCanaryDep, writeStatus)
+	f.ctrl.analysisEnv.Pods = podLister(t, f.deployment("checkout-canary").Spec.Template.Labels, 0, 3)
+	f.pods("checkout-canary", 2, 2, 2)
+	f.tstep(writeStatus)
+	f.status(v1alpha1.CanaryProgressing, 1, Bk, P, P)
+	f.tstep("patch deployments checkout json", writeStatus)
+	c := f.status(v1alpha1.CanaryRollingBack, 1, Bk, P, P)
+	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 1 {
+		t.Fatalf("abort %+v", a)
+	}
+	f.wantRoute(0, false)
+	removeTargetPreview(f)
+	f.status(v1alpha1.CanaryRolledBack, 1, Bk, P, P)
+}
+
+// A route split by hand between releases is set back to everything on the Deployment's pods by
+// the hold; one split when a release starts is pinned in the sync that creates the preview, the
+// route written first.
+func TestBlueGreenTargetRouteIsPinnedBeforeThePreview(t *testing.T) {
+	f := heldTargetRoute(t, nil)
+	split := trafficRoute(50, 50)
+	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), split, ns); err != nil {
+		t.Fatal(err)
+	}
+	f.tstep(routePatch(weightOps(100, 0)))
+	f.wantRoute(0, false)
+
+	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), split, ns); err != nil {
+		t.Fatal(err)
+	}
+	f.setImage("nginx:1.27")
+	f.tstep(routePatch(weightOps(100, 0)), createCanaryDep, writeStatus)
+	f.wantRoute(0, false)
 }
