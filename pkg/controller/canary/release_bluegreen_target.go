@@ -19,6 +19,12 @@ import (
 // makes. The hand-over grows the target to spec.replicas at once; the Services move to its
 // pods once every one is available (blueGreenPlan.route), and only then does the temporary
 // Deployment go.
+//
+// With spec.trafficRouting (docs/canary-targets.md, "Blue-green with a Deployment target through
+// an HTTPRoute") the Services select each side by the user's labels, the temporary pods taking
+// the canary Service's (trafficLabels): no blue-green label and no Service write. The switch is
+// the route's weights (blueGreenTargetWeight); the hand-over starts once the target's old pods
+// are all gone, and the route moves back in one patch once its new pods are all available.
 
 // blueGreenTargetRelease is the release mode of a blue-green Deployment target.
 type blueGreenTargetRelease struct{ deploymentRelease }
