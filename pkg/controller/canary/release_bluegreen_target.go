@@ -3,6 +3,7 @@ package canary
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,9 +118,20 @@ func (r *blueGreenTargetPlan) handOverWhole() {
 	r.finishHandOver()
 }
 
+// fillStatus is the Deployment target's, with status.blueGreen; switched by the route, the
+// preview (the canary Service's pods) is the temporary Deployment only while it exists: between
+// releases the canary Service selects no pod.
 func (r *blueGreenTargetPlan) fillStatus(st *v1alpha1.CanaryStatus) {
 	r.deploymentPlan.fillStatus(st)
 	r.bg.fillBlueGreenStatus(st)
+	if r.byRoute() && (r.canaryDep == nil || r.deletesTemporary()) {
+		st.BlueGreen.Preview = ""
+	}
+}
+
+// deletesTemporary reports whether this sync deletes the temporary Deployment.
+func (r *deploymentPlan) deletesTemporary() bool {
+	return slices.ContainsFunc(r.depWrites, func(w depTargetWrite) bool { return w.kind == deleteTemporary })
 }
 
 // execute writes the Services' selectors, then the Deployment target's writes.

@@ -34,7 +34,10 @@ func heldTargetRoute(t *testing.T, edit func(*v1alpha1.CanarySpec)) *trafficFixt
 	t.Helper()
 	f := blueGreenTargetRoute(t, edit)
 	f.tstep(writeSnapshot, pausePatch, writeStatus)
-	f.status(v1alpha1.CanaryCompleted, 0)
+	c := f.status(v1alpha1.CanaryCompleted, 0)
+	if bg := c.Status.BlueGreen; bg == nil || bg.Active != "checkout" || bg.Preview != "" {
+		t.Fatalf("status.blueGreen %+v: the route on the Deployment's pods, no preview", bg)
+	}
 	f.wantRoute(0, false)
 	f.settled()
 	return f
@@ -118,7 +121,7 @@ func TestBlueGreenTargetRouteReleaseAndHandOver(t *testing.T) {
 	f.pods("checkout-canary", 0, 0, 0)
 	f.tstep("delete deployments checkout-canary", writeStatus)
 	c := f.status(v1alpha1.CanaryCompleted, 3, C, C, C)
-	if bg := c.Status.BlueGreen; bg.Active != "checkout" {
+	if bg := c.Status.BlueGreen; bg.Active != "checkout" || bg.Preview != "" {
 		t.Fatalf("status.blueGreen after the hand-over %+v", bg)
 	}
 	f.wantEvent("Normal " + v1alpha1.EventReleaseComplete)
