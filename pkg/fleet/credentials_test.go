@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
@@ -43,27 +45,9 @@ func TestMemberErrorCarriesNoToken(t *testing.T) {
 	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cps := cpfake.NewSimpleClientset(&cpv1alpha1.ClusterProfile{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "member-1"},
-		Status:     cpv1alpha1.ClusterProfileStatus{AccessProviders: []cpv1alpha1.AccessProvider{{Name: "test", Cluster: clientcmdv1.Cluster{Server: srv.URL}}}},
-	})
-	factory := cpinformers.NewSharedInformerFactory(cps, 0)
-	inf := factory.Apis().V1alpha1().ClusterProfiles()
-	acc := access.New([]access.Provider{{Name: "test", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: plugin}}})
-	reg, err := New(Options{Access: acc, Profiles: inf.Lister()}, inf.Informer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	reg.Start(ctx)
-	m, err := reg.Member(ref1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Kube.AppsV1().StatefulSets("shop").Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
+	ctx := t.Context()
+	m := memberOf(t, srv.URL, Options{Access: access.New([]access.Provider{{Name: "test", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: plugin}}})})
+	_, err := m.Kube.AppsV1().StatefulSets("shop").Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), token) {
 		t.Fatalf("the member's echo did not come back (%v): the test would prove nothing", err)
 	}
@@ -88,32 +72,16 @@ func TestMemberWritesFenced(t *testing.T) {
 		fmt.Fprint(w, `{"kind":"StatefulSetList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[]}`)
 	}))
 	defer srv.Close()
-	cps := cpfake.NewSimpleClientset(&cpv1alpha1.ClusterProfile{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "member-1"},
-		Status:     cpv1alpha1.ClusterProfileStatus{AccessProviders: []cpv1alpha1.AccessProvider{{Name: "test", Cluster: clientcmdv1.Cluster{Server: srv.URL}}}},
-	})
-	factory := cpinformers.NewSharedInformerFactory(cps, 0)
-	inf := factory.Apis().V1alpha1().ClusterProfiles()
-	acc := access.New([]access.Provider{{Name: "test", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/true"}}})
+	ctx := t.Context()
 	closed := fence.New(nil)
-	reg, err := New(Options{Access: acc, Profiles: inf.Lister(), Fence: closed.Transport,
+	m := memberOf(t, srv.URL, Options{
+		Access: access.New([]access.Provider{{Name: "test", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/true"}}}),
+		Fence:  closed.Transport,
 		NewClients: func(cfg *rest.Config) (Clients, error) {
 			cfg.ExecProvider = nil // no credentials needed by this member
 			return newClients(cfg)
-		}}, inf.Informer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	reg.Start(ctx)
-	m, err := reg.Member(ref1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Kube.AppsV1().StatefulSets("shop").Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
+		}})
+	_, err := m.Kube.AppsV1().StatefulSets("shop").Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
 	if !errors.Is(err, fence.ErrClosed) {
 		t.Fatalf("write with the fence closed: %v, want fence.ErrClosed", err)
 	}
@@ -155,4 +123,51 @@ func TestHealthChangeNotifies(t *testing.T) {
 	if ok, _ := h.get(); !ok || changes.Load() != 2 {
 		t.Fatalf("after answers: %v, %d changes", ok, changes.Load())
 	}
+}
+
+// TestRedactErrorKeepsStatus: a member's refusal stays an API status (a conflict is still a
+// conflict) with its messages redacted; any other error keeps only its redacted message.
+func TestRedactErrorKeepsStatus(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "web", errors.New("modified, Bearer s3cr3t"))
+	conflict.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: "password=s3cr3t"}}
+	got := RedactError(fmt.Errorf("wrapped: %w", conflict))
+	if !apierrors.IsConflict(got) {
+		t.Fatalf("%v: want a conflict", got)
+	}
+	var st apierrors.APIStatus
+	errors.As(got, &st)
+	if s := fmt.Sprint(got, st.Status().Details); strings.Contains(s, "s3cr3t") || !strings.Contains(s, "wrapped: ") {
+		t.Fatalf("redacted %q", s)
+	}
+	plain := RedactError(errors.New("dial: token=s3cr3t"))
+	if errors.As(plain, &st) || strings.Contains(plain.Error(), "s3cr3t") {
+		t.Fatalf("plain error %v", plain)
+	}
+}
+
+// memberOf starts a registry over one ClusterProfile (fleet/member-1) whose access provider
+// "test" points at server, with opts (Profiles is set here), and returns that member.
+func memberOf(t *testing.T, server string, opts Options) *Member {
+	t.Helper()
+	cps := cpfake.NewSimpleClientset(&cpv1alpha1.ClusterProfile{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "member-1"},
+		Status:     cpv1alpha1.ClusterProfileStatus{AccessProviders: []cpv1alpha1.AccessProvider{{Name: "test", Cluster: clientcmdv1.Cluster{Server: server}}}},
+	})
+	factory := cpinformers.NewSharedInformerFactory(cps, 0)
+	inf := factory.Apis().V1alpha1().ClusterProfiles()
+	opts.Profiles = inf.Lister()
+	reg, err := New(opts, inf.Informer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	reg.Start(ctx)
+	m, err := reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -1,10 +1,13 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // health records the outcome of the last request to a member: it answered (any HTTP answer but
@@ -67,4 +70,29 @@ var (
 func Redact(msg string) string {
 	msg = schemeCredential.ReplaceAllString(msg, "$1 [redacted]")
 	return namedCredential.ReplaceAllString(msg, "${1}[redacted]")
+}
+
+// RedactError is err with Redact applied to its message. An API server's refusal stays one
+// (apierrors.APIStatus, with its reason, code and details, their messages redacted), so that
+// callers still tell a conflict or a missing object from other failures; any other error
+// becomes a plain one carrying the redacted message only.
+func RedactError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return errors.New(Redact(err.Error()))
+	}
+	s := status.Status()
+	s.Message = Redact(err.Error())
+	if s.Details != nil {
+		d := *s.Details
+		d.Causes = append(d.Causes[:0:0], d.Causes...)
+		for i := range d.Causes {
+			d.Causes[i].Message = Redact(d.Causes[i].Message)
+		}
+		s.Details = &d
+	}
+	return &apierrors.StatusError{ErrStatus: s}
 }

@@ -85,8 +85,15 @@ func New(opts Options, profiles cache.SharedIndexInformer) (*Registry, error) {
 		return r, nil
 	}
 	_, err := profiles.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    r.profileChanged,
-		UpdateFunc: func(_, cur any) { r.profileChanged(cur) },
+		AddFunc: r.profileChanged,
+		UpdateFunc: func(old, cur any) {
+			r.profileChanged(cur)
+			if o, ok := old.(*cpv1alpha1.ClusterProfile); ok {
+				if c, ok := cur.(*cpv1alpha1.ClusterProfile); ok && o.ResourceVersion != c.ResourceVersion {
+					r.profileUpdated(c)
+				}
+			}
+		},
 		DeleteFunc: r.profileChanged,
 	})
 	return r, err
@@ -197,7 +204,14 @@ func (r *Registry) build(key string, cp *cpv1alpha1.ClusterProfile, fp string) (
 		return nil, fmt.Errorf("ClusterProfile %s: %s", key, Redact(err.Error()))
 	}
 	cfg.UserAgent, cfg.QPS, cfg.Burst = r.opts.UserAgent, r.opts.QPS, r.opts.Burst
-	h := &health{changed: func() { r.notifyProfile(cp.Namespace, cp.Name) }}
+	var m *Member
+	h := &health{}
+	h.changed = func() {
+		if ok, _ := h.get(); ok {
+			r.caughtOut(key, m)
+		}
+		r.notifyProfile(cp.Namespace, cp.Name)
+	}
 	cfg.Wrap(h.wrap)
 	if r.opts.Fence != nil {
 		// Outermost: a write the fence refuses never reaches the member nor counts against it.
@@ -208,7 +222,7 @@ func (r *Registry) build(key string, cp *cpv1alpha1.ClusterProfile, fp string) (
 		return nil, fmt.Errorf("ClusterProfile %s: clients: %s", key, Redact(err.Error()))
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	m := newMember(key, clients, h, fp, cancel)
+	m = newMember(key, clients, h, fp, cancel)
 	if err := m.watch(ctx, r.opts, r.notifyWorkload); err != nil {
 		cancel()
 		return nil, err
@@ -220,6 +234,22 @@ func (r *Registry) drop(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m := r.members[key]; m != nil {
+		m.stop()
+		delete(r.members, key)
+	}
+}
+
+// caughtOut drops member m, back from an outage, so that its next use builds it anew. Its
+// informers' caches are as old as the outage: a reflector whose watch is refused retries the
+// watch, not a list, with a backoff that has grown to 30-60 s after half a minute down, so for
+// up to a minute after the member answers again its caches would miss every change made there
+// meanwhile (the member's controllers update its workloads' status), and each write from them
+// would be refused with a conflict. A member built anew lists at once, and the controller waits
+// for that list (HasSynced) before it writes.
+func (r *Registry) caughtOut(key string, m *Member) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m != nil && r.members[key] == m {
 		m.stop()
 		delete(r.members, key)
 	}
@@ -254,6 +284,17 @@ func (r *Registry) profileChanged(obj any) {
 		}
 	}
 	r.notifyProfile(cp.Namespace, cp.Name)
+}
+
+// profileUpdated makes the member of a changed ClusterProfile (not a resync's) ask again
+// whether it serves TApps.
+func (r *Registry) profileUpdated(cp *cpv1alpha1.ClusterProfile) {
+	r.mu.Lock()
+	m := r.members[cp.Namespace+"/"+cp.Name]
+	r.mu.Unlock()
+	if m != nil {
+		m.forgetRefusal()
+	}
 }
 
 // notifyProfile tells the OnProfile handlers that a member's state may have changed: its

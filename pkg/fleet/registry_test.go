@@ -5,17 +5,23 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpfake "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned/fake"
 	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
@@ -220,20 +226,91 @@ func TestMemberWorkloadEvents(t *testing.T) {
 	})
 }
 
+// TestTAppsRefusedWhenMemberLacksCRD: a member that does not serve TApps is refused, naming
+// the cluster; the answer is kept for TAppRecheck (no discovery on every sync), then asked
+// again.
 func TestTAppsRefusedWhenMemberLacksCRD(t *testing.T) {
 	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
 	m, err := f.reg.Member(ref1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	now := time.Now()
+	m.now = func() time.Time { return now }
+	kube := f.members["https://127.0.0.1:6443"]
 	_, err = m.TApps()
-	if err == nil || !strings.Contains(err.Error(), "cluster fleet/member-1 cannot run a TApp subset") {
+	if err == nil || !strings.Contains(err.Error(), "cluster fleet/member-1 cannot run a TApp subset: it does not serve tapps.") {
 		t.Fatalf("TApps on a member without the CRD: %v", err)
 	}
 	disc := m.Kube.Discovery().(*fakediscovery.FakeDiscovery)
 	disc.Resources = []*metav1.APIResourceList{{GroupVersion: appsv1alpha1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{{Name: "tapps", Namespaced: true, Kind: "TApp"}}}}
+	now = now.Add(TAppRecheck - time.Second)
+	if _, again := m.TApps(); again == nil || again.Error() != err.Error() {
+		t.Fatalf("TApps within TAppRecheck: %v, want the kept refusal", again)
+	}
+	if got := discoveries(kube); got != 1 {
+		t.Fatalf("%d discoveries within TAppRecheck, want 1", got)
+	}
+	now = now.Add(time.Second)
 	if l, err := m.TApps(); err != nil || l == nil {
 		t.Fatalf("TApps once served: %v, %v", l, err)
+	}
+	if got := discoveries(kube); got != 2 {
+		t.Fatalf("%d discoveries, want 2", got)
+	}
+}
+
+// discoveries counts the fake member's discovery calls ("get resource").
+func discoveries(kube *kubefake.Clientset) int {
+	n := 0
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "resource" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTAppRefusalForgottenOnProfileChange: a change of the member's ClusterProfile (not a
+// resync) makes it ask discovery again at once; a failed discovery is not kept.
+func TestTAppRefusalForgottenOnProfileChange(t *testing.T) {
+	cp := profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue)
+	f := newFixture(t, testAccess(), cp)
+	var failing atomic.Bool
+	kube := kubefake.NewClientset()
+	kube.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f.members["https://127.0.0.1:6443"] = kube
+	m, err := f.reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TApps(); err == nil {
+		t.Fatal("TApps on a member without the CRD succeeded")
+	}
+	cp = cp.DeepCopy()
+	cp.Labels = map[string]string{"x-k8s.io/cluster-manager": "ocm"}
+	cp.ResourceVersion = "2" // the fake keeps the one it is given
+	if _, err := f.cps.ApisV1alpha1().ClusterProfiles("fleet").Update(context.Background(), cp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.refused == nil
+	})
+	failing.Store(true)
+	for range 2 {
+		if _, err := m.TApps(); err == nil || !strings.Contains(err.Error(), "discovery of apps.workload.dev/v1alpha1 failed") {
+			t.Fatalf("TApps with discovery failing: %v", err)
+		}
+	}
+	if got := discoveries(kube); got != 3 {
+		t.Fatalf("%d discoveries, want 3 (one refused, two failed and not kept)", got)
 	}
 }
 
@@ -270,5 +347,73 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMemberRebuiltAfterOutage: a member answering again after failing is built anew (its
+// informers stopped, new ones list at once), so that no write is made from caches as old as
+// the outage; the UnitedDeployments naming it are told both times.
+func TestMemberRebuiltAfterOutage(t *testing.T) {
+	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
+	var told atomic.Int32
+	f.reg.OnProfile(func(ns, name string) { told.Add(1) })
+	m, err := f.reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m.HasSynced)
+	kube := f.members["https://127.0.0.1:6443"]
+	lists := func() int {
+		n := 0
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "statefulsets" {
+				n++
+			}
+		}
+		return n
+	}
+	m.health.set("the member's API server did not answer: connection refused")
+	if again, _ := f.reg.Member(ref1); again != m {
+		t.Fatal("member rebuilt while still failing")
+	}
+	m.health.set("")
+	n, err := f.reg.Member(ref1)
+	if err != nil || n == m {
+		t.Fatalf("Member after the outage: %p, %v; want a new member", n, err)
+	}
+	if m.ctx.Err() == nil || m.HasSynced() {
+		t.Fatal("the old member's informers were not stopped, or it still says it has synced")
+	}
+	waitFor(t, n.HasSynced)
+	if got := lists(); got != 2 {
+		t.Fatalf("%d lists of statefulsets, want 2 (the first build, the rebuild)", got)
+	}
+	if got := told.Load(); got != 2 {
+		t.Fatalf("OnProfile called %d times, want 2 (down, back)", got)
+	}
+}
+
+// TestWatchErrorsOfAnUnreachableMember: a member informer's failures while the member does
+// not answer are no error line (its outage is in the status); otherwise they are logged as
+// client-go does, redacted.
+func TestWatchErrorsOfAnUnreachableMember(t *testing.T) {
+	f := newFixture(t, testAccess(), profile("member-1", "https://127.0.0.1:6443", metav1.ConditionTrue))
+	m, err := f.reg.Member(ref1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
+	buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	r := cache.NewReflector(&cache.ListWatch{}, &appsv1.StatefulSet{}, cache.NewStore(cache.MetaNamespaceKeyFunc), 0)
+	m.health.set("the member's API server did not answer: connection refused")
+	m.watchError(ctx, r, errors.New("dial tcp 127.0.0.1:6443: connection refused, Bearer s3cr3t"))
+	if out := buf.String(); strings.Contains(out, "ERROR") || strings.Contains(out, "s3cr3t") {
+		t.Fatalf("log while the member is down:\n%s", out)
+	}
+	m.health.set("")
+	m.watchError(ctx, r, errors.New("forbidden, Bearer s3cr3t"))
+	if out := buf.String(); !strings.Contains(out, "ERROR") || !strings.Contains(out, "Failed to watch") || strings.Contains(out, "s3cr3t") {
+		t.Fatalf("log of a failure while the member answers:\n%s", out)
 	}
 }

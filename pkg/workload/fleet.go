@@ -272,8 +272,8 @@ func waveSubsets(c *v1alpha1.Canary, ud *v1alpha1.UnitedDeployment, k int32) []s
 	if int(k) <= len(c.Spec.Steps) {
 		return c.Spec.Steps[k-1].Subsets
 	}
-	if len(c.Spec.Steps) == 0 || len(c.Spec.Steps[len(c.Spec.Steps)-1].Subsets) == 0 {
-		return nil
+	if ud == nil || len(c.Spec.Steps) == 0 || len(c.Spec.Steps[len(c.Spec.Steps)-1].Subsets) == 0 {
+		return nil // the step the agent adds is "every subset left": the UnitedDeployment says which
 	}
 	named := map[string]bool{}
 	for _, s := range c.Spec.Steps {

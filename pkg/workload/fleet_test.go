@@ -2,6 +2,7 @@ package workload
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,30 @@ func TestClustersOf(t *testing.T) {
 	}
 	if got := ClustersOf(Canary, toU(&v1alpha1.Canary{})); got != "" {
 		t.Errorf("CLUSTERS of a Canary = %q, want empty", got)
+	}
+}
+
+// The step the agent adds after the last step naming subsets is "every subset left": without
+// the UnitedDeployment (not read, or not there) it names none — and the status of such a
+// Canary, read without its UnitedDeployment, is drawn (it crashed the plugin once).
+func TestWaveSubsetsWithoutTheUnitedDeployment(t *testing.T) {
+	c := &v1alpha1.Canary{}
+	c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "UnitedDeployment", Name: "pay"}
+	c.Spec.Steps = []v1alpha1.CanaryStep{{Subsets: []string{"zone-a"}}}
+	if got := waveSubsets(c, nil, 2); got != nil {
+		t.Errorf("wave 2 without the UnitedDeployment = %v, want none", got)
+	}
+	c.Status.Batches = []v1alpha1.CanaryBatchStatus{{Index: 1, State: v1alpha1.BatchCompleted}, {Index: 2, State: v1alpha1.BatchUpgrading}}
+	c.Status.CurrentBatch = 2
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := canaryStatus(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Progress) != 2 || !strings.Contains(st.Progress[1], "step 2/2") {
+		t.Errorf("progress = %q, want both steps, the second current", st.Progress)
 	}
 }

@@ -90,6 +90,7 @@ func NewController(c *ctrl.Context) (*Controller, error) {
 	if ctl.clock == nil {
 		ctl.clock = clock.RealClock{}
 	}
+	ctl.Lagging = quietRequeue
 	if ctl.fleet != nil {
 		// A member's subset workload changed, or a ClusterProfile (its health, its access).
 		ctl.fleet.OnWorkload(ctl.memberWorkloadEvent)

@@ -69,5 +69,6 @@ func (k deployments) client(namespace string) typedClient[*appsv1.Deployment] {
 }
 
 func (deployments) status(obj *appsv1.Deployment) workloadStatus {
-	return workloadStatus{replicas: obj.Status.Replicas, ready: obj.Status.ReadyReplicas, updated: obj.Status.UpdatedReplicas}
+	st := obj.Status
+	return workloadCounts(st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, false, st.ObservedGeneration >= obj.Generation)
 }

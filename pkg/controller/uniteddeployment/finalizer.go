@@ -57,7 +57,13 @@ func (c *Controller) patchFinalizers(ctx context.Context, ud *appsv1alpha1.Unite
 	if finalizers == nil {
 		finalizers = []string{}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": ud.ResourceVersion, "finalizers": finalizers}})
+	return c.patchMetadata(ctx, ud, map[string]any{"finalizers": finalizers})
+}
+
+// patchMetadata merges fields into ud's metadata, with the resourceVersion it was read at.
+func (c *Controller) patchMetadata(ctx context.Context, ud *appsv1alpha1.UnitedDeployment, fields map[string]any) error {
+	fields["resourceVersion"] = ud.ResourceVersion
+	patch, err := json.Marshal(map[string]any{"metadata": fields})
 	if err != nil {
 		return err
 	}

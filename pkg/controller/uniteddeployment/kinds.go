@@ -2,7 +2,7 @@ package uniteddeployment
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -197,10 +197,38 @@ func (k subsetKind[T]) Delete(ctx context.Context, s *Subset) error {
 }
 
 // memberError names the member a refused write went to and redacts anything shaped like a
-// credential from its message, which goes to the log, an Event and the status.
+// credential from its message, which goes to the log, an Event and the status. The API
+// server's status (its reason and code) is kept, redacted too: a conflict from a member is then
+// what it is on the hub, a cache behind the API server, requeued quietly (worker.Queue.Lagging)
+// instead of logged as an error.
 func (k subsetKind[T]) memberError(err error) error {
 	if err == nil || k.cluster == "" {
 		return err
 	}
-	return fmt.Errorf("in cluster %s: %s", k.cluster, fleet.Redact(err.Error()))
+	return &memberWriteError{cluster: k.cluster, err: fleet.RedactError(err)}
+}
+
+// memberWriteError is a member's refusal of a write, naming the member.
+type memberWriteError struct {
+	cluster string
+	err     error
+}
+
+func (e *memberWriteError) Error() string { return "in cluster " + e.cluster + ": " + e.err.Error() }
+func (e *memberWriteError) Unwrap() error { return e.err }
+
+// quietRequeue reports the errors requeued without an error line: a conflict (a cache behind
+// the API server, on the hub or in a member) and a write a member's API server never answered
+// (refused connection, timeout). The latter marks the member failing (pkg/fleet's health), so
+// the next sync holds its subsets and says so in subsetStatuses[].cluster and SubsetFailure: an
+// outage is a state the status reports, and logging every write it refused would only repeat it.
+func quietRequeue(err error) bool {
+	var m *memberWriteError
+	if errors.As(err, &m) {
+		var status apierrors.APIStatus
+		if !errors.As(m.err, &status) {
+			return true
+		}
+	}
+	return apierrors.IsConflict(err)
 }

@@ -122,3 +122,45 @@ func TestSubsetKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestMemberWorkloadCounts: a member workload's updated ready pods, from its status alone:
+// exact once every pod is updated (a StatefulSet's currentRevision == updateRevision, or all
+// replicas updated), else the least they can be; nothing updated while the status describes
+// the spec before.
+func TestMemberWorkloadCounts(t *testing.T) {
+	sts := func(gen, observed int64, replicas, ready, updated int32, current, update string) workloadStatus {
+		set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Status: appsv1.StatefulSetStatus{
+			ObservedGeneration: observed, Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: updated,
+			CurrentRevision: current, UpdateRevision: update}}
+		return statefulSets{}.status(set)
+	}
+	dep := func(gen, observed int64, replicas, ready, updated int32) workloadStatus {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Status: appsv1.DeploymentStatus{
+			ObservedGeneration: observed, Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: updated}}
+		return deployments{}.status(d)
+	}
+	tapp := func(replicas, ready, updated int32) workloadStatus {
+		return tapps{}.status(&appsv1alpha1.TApp{Status: appsv1alpha1.TAppStatus{Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: updated}})
+	}
+	for _, tc := range []struct {
+		name                  string
+		got                   workloadStatus
+		updated, updatedReady int32
+	}{
+		{"StatefulSet rolled out, one pod not ready", sts(2, 2, 4, 3, 4, "r2", "r2"), 4, 3},
+		{"StatefulSet scaled up after its rollout", sts(3, 3, 6, 4, 6, "r2", "r2"), 6, 4},
+		{"StatefulSet at partition 3: 1 updated, all ready", sts(2, 2, 4, 4, 1, "r1", "r2"), 1, 1},
+		{"StatefulSet at partition 3: 1 updated, one pod not ready", sts(2, 2, 4, 3, 1, "r1", "r2"), 1, 0},
+		{"StatefulSet at partition 1: 3 updated, 3 ready", sts(2, 2, 4, 3, 3, "r1", "r2"), 3, 2},
+		{"StatefulSet spec not observed yet", sts(3, 2, 4, 4, 4, "r1", "r1"), 0, 0},
+		{"Deployment rolled out", dep(2, 2, 4, 3, 4), 4, 3},
+		{"Deployment mid-rollout with a surge pod", dep(2, 2, 5, 4, 2), 2, 1},
+		{"Deployment spec not observed yet", dep(3, 2, 4, 4, 4), 0, 0},
+		{"TApp mid-update", tapp(4, 4, 2), 2, 2},
+		{"TApp mid-update, one not ready", tapp(4, 3, 2), 2, 1},
+	} {
+		if tc.got.updated != tc.updated || tc.got.updatedReady != tc.updatedReady {
+			t.Errorf("%s: updated %d, updated ready %d; want %d, %d", tc.name, tc.got.updated, tc.got.updatedReady, tc.updated, tc.updatedReady)
+		}
+	}
+}

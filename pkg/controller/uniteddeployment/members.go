@@ -29,8 +29,8 @@ type memberState struct {
 
 func (m *memberState) usable() bool { return m.reason == "" && !m.waiting }
 
-// clusterRefs are the clusters ud's subsets name, then those its status still records, each
-// once, in that order.
+// clusterRefs are the clusters ud's subsets name, then those its status still records, then
+// those its AnnotationRetiredClusters lists, each once, in that order.
 func clusterRefs(ud *appsv1alpha1.UnitedDeployment) []appsv1alpha1.ClusterProfileReference {
 	seen := map[string]bool{}
 	var refs []appsv1alpha1.ClusterProfileReference
@@ -50,6 +50,11 @@ func clusterRefs(ud *appsv1alpha1.UnitedDeployment) []appsv1alpha1.ClusterProfil
 			if ref, ok := parseKey(s.Cluster.ClusterProfile); ok {
 				add(ref)
 			}
+		}
+	}
+	for _, key := range retiredClusters(ud) {
+		if ref, ok := parseKey(key); ok {
+			add(ref)
 		}
 	}
 	return refs

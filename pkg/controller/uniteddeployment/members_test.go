@@ -2,16 +2,20 @@ package uniteddeployment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -354,12 +358,12 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 }
 
-// TestMemberPutBackWhenItReturns: a template written back (a Canary's abort) while a member is
-// unreachable leaves that member alone; once its profile says it is healthy again, its
-// workload gets the template.
-func TestMemberPutBackWhenItReturns(t *testing.T) {
-	ud := withFinalizer(memberUD())
-	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), ud)
+// memberWorkloadCreated is a UnitedDeployment with one subset in a healthy member whose
+// StatefulSet the agent has created and seen through the member's informer; the member's calls
+// so far are dropped.
+func memberWorkloadCreated(t *testing.T) *memberFixture {
+	t.Helper()
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionTrue), withFinalizer(memberUD()))
 	mf.syncUntilMember(t)
 	mf.sync("web")
 	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
@@ -368,6 +372,14 @@ func TestMemberPutBackWhenItReturns(t *testing.T) {
 	// The member's creation is observed through its informer's event.
 	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
 	mf.member.calls()
+	return mf
+}
+
+// TestMemberPutBackWhenItReturns: a template written back (a Canary's abort) while a member is
+// unreachable leaves that member alone; once its profile says it is healthy again, its
+// workload gets the template.
+func TestMemberPutBackWhenItReturns(t *testing.T) {
+	mf := memberWorkloadCreated(t)
 
 	setProfileHealth(t, mf, metav1.ConditionFalse)
 	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:0") })
@@ -462,5 +474,120 @@ func TestSubsetMovedToMember(t *testing.T) {
 	}
 	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "delete statefulsets web-eu-") {
 		t.Fatalf("hub actions %v, want the hub's eu StatefulSet deleted", mf.actions())
+	}
+}
+
+// TestMemberConflictIsLagging: a member refusing an update with a conflict (its cache behind,
+// as after an outage) fails the sync with an error the workers take for a lagging cache
+// (apierrors.IsConflict: requeued quietly, as on the hub), naming the cluster, redacted.
+func TestMemberConflictIsLagging(t *testing.T) {
+	mf := memberWorkloadCreated(t)
+
+	mf.member.fail["update statefulsets"] = apierrors.NewConflict(appsv1.Resource("statefulsets"), "web-eu-x1",
+		errors.New(`the object has been modified (token: s3cr3t)`))
+	mf.setSpec("web", func(ud *appsv1alpha1.UnitedDeployment) { setImage(ud, "nginx:0") })
+	err := mf.trySync("web")
+	if !quietRequeue(err) {
+		t.Errorf("the controller's workers would log %v as an error", err)
+	}
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("sync error %v: want a conflict", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "in cluster fleet/member-1") || strings.Contains(msg, "s3cr3t") {
+		t.Fatalf("sync error %q: want the cluster named, no token", msg)
+	}
+	if calls := mf.member.calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "update statefulsets web-eu-") {
+		t.Fatalf("member calls %v, want one StatefulSet update", calls)
+	}
+}
+
+// TestRetiredClusterKeptUntilItsWorkloadIsGone: a cluster dropped from the spec while its
+// member is unreachable is written into AnnotationRetiredClusters before the status stops
+// recording it; once the member answers, its workload is deleted, and the annotation (then the
+// finalizer) is cleared only when the member shows it gone.
+func TestRetiredClusterKeptUntilItsWorkloadIsGone(t *testing.T) {
+	ud := withFinalizer(memberUD())
+	ud.Spec.Topology.Subsets = ud.Spec.Topology.Subsets[:1] // eu dropped
+	ud.Status.SubsetStatuses = []appsv1alpha1.SubsetStatus{{Name: "zone-a", Replicas: 4},
+		{Name: "eu", Replicas: 4, Cluster: &appsv1alpha1.SubsetClusterStatus{ClusterProfile: "fleet/member-1", Reachable: true}}}
+	mf := newMemberFixture(t, true, memberProfile(metav1.ConditionFalse), ud)
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-eu-x1", UID: "set-uid", Labels: map[string]string{
+		appsv1alpha1.LabelManagedBy: appsv1alpha1.ManagedByAgent, appsv1alpha1.LabelUnitedDeploymentName: "web",
+		appsv1alpha1.LabelUnitedDeploymentUID: "ud-uid", appsv1alpha1.LabelSubsetName: "eu"}}}
+	if _, err := mf.member.kube.AppsV1().StatefulSets(ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mf.syncUntilMember(t)
+	wantRetired := func(want string) {
+		t.Helper()
+		mf.wantActions("patch uniteddeployments ")
+		var p struct {
+			Metadata struct{ Annotations map[string]*string }
+		}
+		if err := json.Unmarshal(mf.writes()[0].(core.PatchAction).GetPatch(), &p); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := p.Metadata.Annotations[appsv1alpha1.AnnotationRetiredClusters]
+		if !ok || (got == nil) != (want == "") || (got != nil && *got != want) {
+			t.Fatalf("patch %s, want %s = %q", mf.writes()[0].(core.PatchAction).GetPatch(), appsv1alpha1.AnnotationRetiredClusters, want)
+		}
+	}
+	mf.sync("web")
+	wantRetired("fleet/member-1")
+
+	// The status no longer records eu; the annotation does, while the member is unreachable.
+	ud = mf.ud("web")
+	ud.Annotations = map[string]string{appsv1alpha1.AnnotationRetiredClusters: "fleet/member-1"}
+	ud.Status.SubsetStatuses = ud.Status.SubsetStatuses[:1]
+	mf.put(ud)
+	for _, a := range mf.sync("web") {
+		if strings.HasPrefix(a, "patch uniteddeployments") {
+			t.Fatalf("sync with the member unreachable: %s, want the annotation kept", a)
+		}
+	}
+	mf.observe() // the hub subset's StatefulSet created
+	if calls := mf.member.calls(); len(calls) != 0 {
+		t.Fatalf("calls to the unreachable member: %v", calls)
+	}
+
+	setProfileHealth(t, mf, metav1.ConditionTrue)
+	mf.sync("web")
+	if calls := mf.member.calls(); strings.Join(calls, ",") != "delete statefulsets web-eu-x1" {
+		t.Fatalf("member calls once back %v, want its StatefulSet deleted", calls)
+	}
+	m, _ := mf.reg.Member(appsv1alpha1.ClusterProfileReference{Namespace: "fleet", Name: "member-1"})
+	waitUntil(t, func() bool { l, _ := m.StatefulSets.List(labels.Everything()); return len(l) == 0 })
+	waitUntil(t, func() bool { return mf.c.expectations.SatisfiedExpectations(ns + "/web") })
+	mf.sync("web")
+	wantRetired("")
+
+	ud = mf.ud("web")
+	ud.Annotations = nil
+	mf.put(ud)
+	mf.sync("web")
+	mf.wantActions("patch uniteddeployments ")
+	if p := string(mf.writes()[0].(core.PatchAction).GetPatch()); !strings.Contains(p, `"finalizers":[]`) {
+		t.Fatalf("patch %s, want the finalizer removed", p)
+	}
+}
+
+// TestMemberOutageIsRequeuedQuietly: a write a member never answered, or a conflict, is
+// requeued without an error line; a member's refusal (403, 422) and the hub's own failures are not.
+func TestMemberOutageIsRequeuedQuietly(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "statefulsets"}
+	for _, c := range []struct {
+		name  string
+		err   error
+		quiet bool
+	}{
+		{"member did not answer", &memberWriteError{cluster: "fleet-system/m", err: errors.New(`Put "https://127.0.0.1:1/x": dial tcp 127.0.0.1:1: connect: connection refused`)}, true},
+		{"member conflict", &memberWriteError{cluster: "fleet-system/m", err: apierrors.NewConflict(gr, "web", errors.New("modified"))}, true},
+		{"member forbids", &memberWriteError{cluster: "fleet-system/m", err: apierrors.NewForbidden(gr, "web", errors.New("no"))}, false},
+		{"hub conflict", apierrors.NewConflict(gr, "web", errors.New("modified")), true},
+		{"hub failure", errors.New("connection refused"), false},
+	} {
+		if got := quietRequeue(fmt.Errorf("updating StatefulSet web: %w", c.err)); got != c.quiet {
+			t.Errorf("%s: quiet %v, want %v", c.name, got, c.quiet)
+		}
 	}
 }

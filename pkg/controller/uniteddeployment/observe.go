@@ -166,15 +166,15 @@ func countPods(pods []*corev1.Pod, updatedRevision string) *observedPods {
 
 // countAll counts the hub's pods (countPods) and, from their workloads' own status, the pods
 // of the subsets in member clusters, whose pods the agent does not cache. A member workload's
-// updated pods count only when it carries the updated revision; its updated ready pods are
-// taken as min(updated, ready), which is exact once its rollout is done.
+// updated pods count only when it carries the updated revision; its updated ready pods are the
+// kind's reading of its status (workloadCounts: exact once every pod is updated, else a lower
+// bound).
 func countAll(obs *observation, updatedRevision string) *observedPods {
 	o := countPods(obs.pods, updatedRevision)
 	add := func(s *Subset, ownerKind string) {
 		c := podCounts{replicas: s.Status.replicas, ready: s.Status.ready}
 		if s.Revision == updatedRevision {
-			c.updated = s.Status.updated
-			c.updatedReady = min(c.updated, c.ready)
+			c.updated, c.updatedReady = s.Status.updated, s.Status.updatedReady
 		}
 		o.addCounts(s.SubsetName, ownerKind, c)
 	}

@@ -295,7 +295,7 @@ func (p *subsetPlan) planMoved(s, kept *Subset, spec *SubsetSpec, hubPods *obser
 // revision: a member's by its own status, the hub's by its pods.
 func keptReady(kept *Subset, spec *SubsetSpec, hubPods *observedPods) bool {
 	if kept.Cluster != "" {
-		return kept.Revision == spec.Revision && kept.Status.updated >= spec.Replicas && kept.Status.ready >= spec.Replicas
+		return kept.Revision == spec.Revision && kept.Status.updatedReady >= spec.Replicas
 	}
 	return hubPods.subset(spec.Subset.Name).updatedReady >= spec.Replicas
 }

@@ -85,5 +85,9 @@ func (k statefulSets) client(namespace string) typedClient[*appsv1.StatefulSet] 
 }
 
 func (statefulSets) status(obj *appsv1.StatefulSet) workloadStatus {
-	return workloadStatus{replicas: obj.Status.Replicas, ready: obj.Status.ReadyReplicas, updated: obj.Status.UpdatedReplicas}
+	st := obj.Status
+	// The controller moves currentRevision to updateRevision once every pod runs it; pods
+	// added since are made at updateRevision.
+	return workloadCounts(st.Replicas, st.ReadyReplicas, st.UpdatedReplicas,
+		st.UpdateRevision != "" && st.CurrentRevision == st.UpdateRevision, st.ObservedGeneration >= obj.Generation)
 }

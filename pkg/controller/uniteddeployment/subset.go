@@ -41,6 +41,32 @@ type Subset struct {
 // workloadStatus is a workload's own counts of its pods, from its status.
 type workloadStatus struct {
 	replicas, ready, updated int32
+	// updatedReady is the number of its pods both updated and ready, which no kind's status
+	// gives: exact once every pod is updated, else a lower bound (workloadCounts).
+	updatedReady int32
+}
+
+// workloadCounts makes a workload's counts from its status: replicas, ready, updated pods,
+// whether every pod is known to be updated (then updatedReady is its ready pods), and whether
+// the status describes the workload's current spec (observedGeneration); while it does not,
+// its updated pods are those of the spec before and count for nothing. With some pods not
+// updated, which of them are ready is not in the status: updatedReady is then the least it can
+// be (updated + ready - replicas), so that a release's wave is never passed on pods that may
+// not be ready. The exact count would need the member's pods or, for a Deployment, its new
+// ReplicaSet, which the member's identity is not granted (docs/architecture.md, "Fleet: member
+// clusters").
+func workloadCounts(replicas, ready, updated int32, allUpdated, observed bool) workloadStatus {
+	w := workloadStatus{replicas: replicas, ready: ready}
+	if !observed {
+		return w
+	}
+	w.updated = updated
+	if allUpdated || updated >= replicas {
+		w.updatedReady = min(updated, ready)
+	} else {
+		w.updatedReady = max(0, updated+ready-replicas)
+	}
+	return w
 }
 
 // SubsetSpec is what the controller wants of one subset workload.

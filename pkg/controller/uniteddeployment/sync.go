@@ -51,6 +51,9 @@ func (c *Controller) syncHandler(ctx context.Context, name base.Key) error {
 	if err != nil {
 		return err
 	}
+	if wrote, err := c.syncRetired(ctx, obs); wrote || err != nil {
+		return err
+	}
 	if obs.memberWaiting() {
 		// A member's caches are filling; an empty member sends no event when they are done.
 		c.Queue.AddAfter(name, memberSyncRetry)

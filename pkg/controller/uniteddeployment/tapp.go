@@ -78,5 +78,6 @@ func (k tapps) client(namespace string) typedClient[*appsv1alpha1.TApp] {
 }
 
 func (tapps) status(obj *appsv1alpha1.TApp) workloadStatus {
-	return workloadStatus{replicas: obj.Status.Replicas, ready: obj.Status.ReadyReplicas, updated: obj.Status.UpdatedReplicas}
+	st := obj.Status
+	return workloadCounts(st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, false, st.ObservedGeneration >= obj.Generation)
 }

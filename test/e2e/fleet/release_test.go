@@ -52,9 +52,9 @@ type fleetEnv struct {
 
 // setupFleet grants the test's namespace in every member, starts the agent on the hub with the
 // provider file, and creates the UnitedDeployment on v1, waiting until both members run it. The
-// test fails if the agent logs an error, unless outage says the test cuts a member off (the
-// agent's failed requests to it are then logged, and not a fault).
-func setupFleet(t *testing.T, outage bool) *fleetEnv {
+// test fails if the agent logs an error, also while a member is cut off (an unreachable member is
+// a state the agent reports in status, not a fault to log).
+func setupFleet(t *testing.T) *fleetEnv {
 	t.Helper()
 	f, mgr := fleet(t)
 	e := &fleetEnv{Env: e2eenv.Setup(t), fleet: f, mgr: mgr, members: map[string]kubernetes.Interface{}}
@@ -69,11 +69,7 @@ func setupFleet(t *testing.T, outage bool) *fleetEnv {
 	}))
 	t.Cleanup(srv.Close)
 	e.checkURL = srv.URL
-	if outage {
-		e.StartAgentLoggingErrors("canary,uniteddeployment", "--clusterprofile-provider-file="+mgr.ProviderFile)
-	} else {
-		e.StartAgent("canary,uniteddeployment", "--clusterprofile-provider-file="+mgr.ProviderFile)
-	}
+	e.StartAgent("canary,uniteddeployment", "--clusterprofile-provider-file="+mgr.ProviderFile)
 
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": udName}}
 	tpl := corev1.PodTemplateSpec{
@@ -273,7 +269,7 @@ func baking(batch int32) func(*v1alpha1.Canary) bool {
 // Wave by wave: member-1 under a timed pause, then member-2 under a passing check; while the
 // first wave bakes the second member is untouched.
 func TestFleetReleaseWaveByWave(t *testing.T) {
-	e := setupFleet(t, false)
+	e := setupFleet(t)
 	e.verdict.Store(true)
 	e.createCanary(wave("eu-1", &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: 10 * time.Second}}), wave("us-1", nil, "smoke"))
 	v1 := e.waitCanary("holding", func(c *v1alpha1.Canary) bool { return c.Status.Target != nil }).Status.Target.StableRevision
@@ -294,7 +290,7 @@ func TestFleetReleaseWaveByWave(t *testing.T) {
 // release back by itself: member-1, released in wave 1, and member-2 get the stable template
 // back, and so does the UnitedDeployment.
 func TestFleetFailingCheckRollsBackWave1(t *testing.T) {
-	e := setupFleet(t, false)
+	e := setupFleet(t)
 	e.verdict.Store(false)
 	e.createCanary(wave("eu-1", nil), wave("us-1", nil, "smoke"))
 
@@ -318,7 +314,7 @@ func TestFleetFailingCheckRollsBackWave1(t *testing.T) {
 // UnitedDeployment's status says member-2 is unreachable and the Canary names it), never counts
 // it as passed, and goes on when the API server is back.
 func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
-	e := setupFleet(t, true)
+	e := setupFleet(t)
 	e.verdict.Store(true)
 	e.createCanary(wave("eu-1", &v1alpha1.CanaryPause{Duration: &metav1.Duration{Duration: 5 * time.Second}}), wave("us-1", nil))
 	v1 := e.waitCanary("holding", func(c *v1alpha1.Canary) bool { return c.Status.Target != nil }).Status.Target.StableRevision
@@ -370,7 +366,7 @@ func TestFleetMemberUnreachableHoldsWave(t *testing.T) {
 // Deleting the UnitedDeployment removes its workloads from every member (through the agent's
 // finalizer: owner references cannot cross clusters).
 func TestFleetDeleteRemovesMemberWorkloads(t *testing.T) {
-	e := setupFleet(t, false)
+	e := setupFleet(t)
 	for _, w := range waves {
 		if n := e.statefulSets(w.member); n == 0 {
 			t.Fatalf("%s has no StatefulSet of the UnitedDeployment", w.member)

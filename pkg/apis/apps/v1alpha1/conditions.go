@@ -181,4 +181,10 @@ const (
 	// spec.updateStrategy (JSON) as it was before the hold, written back when the Canary lets
 	// it go.
 	AnnotationDaemonSetUpdateStrategy = "apps.workload.dev/daemonset-update-strategy"
+	// AnnotationRetiredClusters, on a UnitedDeployment, lists (comma-separated ClusterProfile
+	// namespace/name) the member clusters no subset names any more where the agent has not yet
+	// seen its workloads gone: its status stops recording a cluster with the subset that named
+	// it, and a member unreachable then would otherwise keep its workload for good. The agent
+	// writes and clears it.
+	AnnotationRetiredClusters = "apps.workload.dev/retired-clusters"
 )
