@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-workload/kubectl-workload/pkg/apis/apps/v1alpha1"
 	"github.com/kubectl-workload/kubectl-workload/pkg/traffic"
+	"github.com/kubectl-workload/kubectl-workload/test/invariant"
 )
 
 // Blue-green of a Deployment target through an HTTPRoute (docs/canary-targets.md, "Blue-green
@@ -209,7 +210,8 @@ func (w *sideWatcher) verify(t testing.TB) sideReport {
 }
 
 // setupBlueGreenTarget makes Deployment web (4 pods of nginx 1.26), its Services and route, the
-// watchers, and Canary web holding the Deployment, released blue-green as edit says.
+// watchers (and one of the pods of app=web: never more than twice replicas, terminating ones
+// included), and Canary web holding the Deployment, released blue-green as edit says.
 func setupBlueGreenTarget(t *testing.T, edit func(*v1alpha1.CanaryBlueGreen, *v1alpha1.CanarySpec)) (*env, *weightWatcher, *sideWatcher) {
 	t.Helper()
 	e := setup(t)
@@ -217,6 +219,14 @@ func setupBlueGreenTarget(t *testing.T, edit func(*v1alpha1.CanaryBlueGreen, *v1
 	e.createService(services.Canary, "canary")
 	e.createRoute()
 	ww, sw := e.watchWeights(), e.watchSides()
+	pods := invariant.Surge(e.Ctx, e.Kube, e.NS, "app=web", 2*replicas) // the peak of a blue-green release
+	t.Cleanup(func() {
+		pods.Stop()
+		for _, v := range pods.Violations() {
+			t.Error(v)
+		}
+		t.Logf("pod count watcher: %d states, at most %s", pods.Events(), pods.Worst())
+	})
 	e.createTarget(func(s *v1alpha1.CanarySpec) {
 		s.BlueGreen = &v1alpha1.CanaryBlueGreen{ActiveService: services.Stable, PreviewService: services.Canary}
 		edit(s.BlueGreen, s)
