@@ -49,9 +49,11 @@ func (blueGreenRelease) observe(ctx context.Context, c *Controller, obs *observe
 	return observeBlueGreenServices(ctx, c, obs)
 }
 
-// observeBlueGreenServices reads the two Services of spec.blueGreen.
+// observeBlueGreenServices reads the two Services of spec.blueGreen, and gives the planner the
+// reader of EndpointSlices its whole route moves wait on.
 func observeBlueGreenServices(ctx context.Context, c *Controller, obs *observed) error {
 	cn := obs.canary
+	obs.endpoints = c.endpointsOf(ctx, cn.Namespace+"/"+cn.Name, cn.Namespace)
 	var err error
 	if obs.activeSvc, err = c.getService(ctx, cn.Namespace, cn.Spec.BlueGreen.ActiveService); err != nil {
 		return err

@@ -79,7 +79,7 @@ const (
 func switchRoute(f *trafficFixture) {
 	f.t.Helper()
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.wantRoute(100, false)
 	c := f.status(v1alpha1.CanaryProgressing, 3, C, C, Bk)
 	if bg := c.Status.BlueGreen; bg.Active != "checkout-canary" || bg.ScaleDownTime == nil {
@@ -87,14 +87,12 @@ func switchRoute(f *trafficFixture) {
 	}
 }
 
-// A whole release: the switch; the Deployment's old pods scaled to 0 after the delay (the route
-// gives them nothing since the switch); the hand-over only once they are all gone: the
-// Deployment resumed for its new ReplicaSet, paused, grown to every replica at once; the route
-// back to 100 on the stable Service only once every one of them is available (its endpoints
-// are then new pods only); the temporary Deployment scaled to 0 only once the route shows it,
-// then deleted.
-func TestBlueGreenTargetRouteReleaseAndHandOver(t *testing.T) {
-	f := targetRoutePreview(t, nil)
+// targetRouteHandingOver runs a released target to its hand-over's last step: the switch, the
+// old pods scaled to 0 after the delay and gone, the Deployment resumed, paused and grown to
+// every replica at once, the route on the temporary pods until its pods are all available, which
+// they now are.
+func targetRouteHandingOver(f *trafficFixture) {
+	f.t.Helper()
 	switchRoute(f)
 	f.clock.Step(29 * time.Second)
 	f.tstep()
@@ -112,7 +110,18 @@ func TestBlueGreenTargetRouteReleaseAndHandOver(t *testing.T) {
 	f.tstep(writeStatus) // 1 of 2 available: the route stays on the temporary pods
 	f.wantRoute(100, false)
 	f.pods("checkout", 2, 2, 2)
-	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+}
+
+// A whole release: the switch; the Deployment's old pods scaled to 0 after the delay (the route
+// gives them nothing since the switch); the hand-over only once they are all gone: the
+// Deployment resumed for its new ReplicaSet, paused, grown to every replica at once; the route
+// back to 100 on the stable Service only once every one of them is available (its endpoints
+// are then new pods only); the temporary Deployment scaled to 0 only once the route shows it,
+// then deleted.
+func TestBlueGreenTargetRouteReleaseAndHandOver(t *testing.T) {
+	f := targetRoutePreview(t, nil)
+	targetRouteHandingOver(f)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), writeStatus)
 	f.wantRoute(0, false)
 	if n := replicasOf(f.deployment("checkout-canary")); n != 2 {
 		t.Fatalf("temporary Deployment at %d before the route showed 0", n)
@@ -159,7 +168,7 @@ func TestBlueGreenTargetRouteAbortAfterTheSwitch(t *testing.T) {
 	f := targetRoutePreview(t, nil)
 	switchRoute(f)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
-	f.tstep(routePatch(weightOps(100, 0)), "patch deployments checkout json", writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), "patch deployments checkout json", writeStatus)
 	f.wantRoute(0, false)
 	removeTargetPreview(f)
 	f.status(v1alpha1.CanaryRolledBack, 3, C, C, Bk)
@@ -176,9 +185,9 @@ func TestBlueGreenTargetRoutePostPromotionFailureSwitchesBack(t *testing.T) {
 	// The temporary pods, one restarting 3 times.
 	f.ctrl.analysisEnv.Pods = podLister(t, f.deployment("checkout-canary").Spec.Template.Labels, 0, 3)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
-	f.tstep(routePatch(weightOps(100, 0)), "patch deployments checkout json", writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), "patch deployments checkout json", writeStatus)
 	c := f.status(v1alpha1.CanaryRollingBack, 2, C, Bk, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 2 {
 		t.Fatalf("abort %+v", a)
@@ -192,7 +201,7 @@ func TestBlueGreenTargetRoutePostPromotionFailureSwitchesBack(t *testing.T) {
 func TestBlueGreenTargetRouteAbortAfterTheScaleDown(t *testing.T) {
 	f := targetRoutePreview(t, func(s *v1alpha1.CanarySpec) { s.BlueGreen.ScaleDownDelaySeconds = ptr.To[int32](0) })
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.tstep(patchStable+replicas(0), writeStatus)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	f.tstep("patch deployments checkout json", writeStatus)
@@ -201,7 +210,7 @@ func TestBlueGreenTargetRouteAbortAfterTheScaleDown(t *testing.T) {
 	f.tstep(writeStatus) // 1 of 2 old pods available: the new ones keep every request
 	f.wantRoute(100, false)
 	f.pods("checkout", 2, 2, 2)
-	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), writeStatus)
 	f.tstep(patchCanary+replicas(0), writeStatus)
 	f.pods("checkout-canary", 0, 0, 0)
 	f.tstep("delete deployments checkout-canary", writeStatus)
@@ -216,7 +225,7 @@ func TestBlueGreenTargetRouteChangeAfterTheSwitchRestarts(t *testing.T) {
 	f := targetRoutePreview(t, nil)
 	switchRoute(f)
 	f.setImage("nginx:1.28")
-	f.tstep(`patch canaries checkout [{"op":"test","path":"/spec/approvedBatch","value":1},{"op":"replace","path":"/spec/approvedBatch","value":0}]`,
+	f.tstep(listSlices("checkout-stable"), `patch canaries checkout [{"op":"test","path":"/spec/approvedBatch","value":1},{"op":"replace","path":"/spec/approvedBatch","value":0}]`,
 		routePatch(weightOps(100, 0)), "update deployments checkout-canary", writeStatus)
 	f.wantRoute(0, false)
 	if img := f.deployment("checkout-canary").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" {
@@ -233,7 +242,7 @@ func TestBlueGreenTargetRouteChangeAfterTheSwitchRestarts(t *testing.T) {
 func TestBlueGreenTargetRouteChangeDuringTheScaleDownRestarts(t *testing.T) {
 	f := targetRoutePreview(t, func(s *v1alpha1.CanarySpec) { s.BlueGreen.ScaleDownDelaySeconds = ptr.To[int32](0) })
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.tstep(patchStable+replicas(0), writeStatus)
 	f.pods("checkout", 0, 0, 0)
 	f.editDeployment("checkout", func(d *appsv1.Deployment) { d.Status.TerminatingReplicas = ptr.To[int32](2) })
@@ -249,7 +258,7 @@ func TestBlueGreenTargetRouteChangeDuringTheScaleDownRestarts(t *testing.T) {
 		t.Fatalf("temporary Deployment runs %s while the route gives it every request", img)
 	}
 	f.pods("checkout", 2, 2, 0)
-	f.tstep(routePatch(weightOps(100, 0)), "update deployments checkout-canary", writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), "update deployments checkout-canary", writeStatus)
 	f.wantRoute(0, false)
 	f.status(v1alpha1.CanaryProgressing, 1, U, P, P)
 }
@@ -286,13 +295,13 @@ func TestBlueGreenTargetRouteIsPinnedBeforeThePreview(t *testing.T) {
 	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), split, ns); err != nil {
 		t.Fatal(err)
 	}
-	f.tstep(routePatch(weightOps(100, 0)))
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)))
 	f.wantRoute(0, false)
 
 	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), split, ns); err != nil {
 		t.Fatal(err)
 	}
 	f.setImage("nginx:1.27")
-	f.tstep(routePatch(weightOps(100, 0)), createCanaryDep, writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), createCanaryDep, writeStatus)
 	f.wantRoute(0, false)
 }
