@@ -160,8 +160,9 @@ type sideReport struct {
 	states     int
 	violations []string
 	// switchBacks describes web-stable's endpoints at each state where the route went from
-	// 0/100 back to 100/0.
-	switchBacks []string
+	// 0/100 back to 100/0; switches web-canary's at each state where it went from 100/0 to
+	// 0/100.
+	switchBacks, switches []string
 	// minAvailable is the fewest available pods of each Deployment seen.
 	minAvailable map[string]int32
 	// fewestReady is the fewest ready endpoints of the active Service in a state checked.
@@ -171,13 +172,12 @@ type sideReport struct {
 }
 
 // check replays the states in resourceVersion order. From the first state where the side the
-// route sends the requests to is whole (replicas ready endpoints of one image, its Deployment
-// replicas available), at every state: the active Service's endpoints (every one, ready or
-// not) are pods of one image, one at least ready, and the active Deployment (web at 100/0, the
-// temporary one at 0/100) has at least replicas available pods. Not replicas ready endpoints:
-// the control plane's EndpointSlices may lag the Deployment's availability by a moment, and the
-// agent moves the route on the latter (docs/canary-targets.md, "Blue-green with a Deployment
-// target through an HTTPRoute"); the fewest is reported.
+// route sends the requests to is whole, at every state it is: the active Service's endpoints
+// (every one, ready or not) are pods of one image, at least replicas of them ready (the agent
+// moves the route only once the Service it moves to lists them: docs/canary-targets.md,
+// "Endpoints before a whole route move"), and the active Deployment (web at 100/0, the
+// temporary one at 0/100) has at least replicas available pods; the fewest ready endpoints
+// seen are reported.
 func (w *sideWatcher) check() sideReport {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -187,7 +187,7 @@ func (w *sideWatcher) check() sideReport {
 	rep := sideReport{minAvailable: map[string]int32{}, fewestReady: -1}
 	armed := false
 	for _, en := range entries {
-		wasSwitched := st.routed && st.weight == 100
+		wasSwitched, wasBack := st.routed && st.weight == 100, st.routed && st.weight == 0
 		en.apply(st)
 		for n, a := range st.available {
 			if m, ok := rep.minAvailable[n]; !ok || a < m {
@@ -208,6 +208,9 @@ func (w *sideWatcher) check() sideReport {
 		if wasSwitched && st.weight == 0 {
 			rep.switchBacks = append(rep.switchBacks, desc)
 		}
+		if wasBack && st.weight == 100 {
+			rep.switches = append(rep.switches, desc)
+		}
 		whole := versions == 1 && ready >= replicas && st.available[dep] >= replicas
 		armed = armed || whole
 		if !armed {
@@ -217,7 +220,7 @@ func (w *sideWatcher) check() sideReport {
 		if rep.fewestReady < 0 || ready < rep.fewestReady {
 			rep.fewestReady = ready
 		}
-		if versions != 1 || ready == 0 || st.available[dep] < replicas {
+		if !whole {
 			rep.violations = append(rep.violations, fmt.Sprintf("resourceVersion %d, route at canary weight %d: Service %s has %s; Deployment %s %d available",
 				en.rv, st.weight, service, desc, dep, st.available[dep]))
 		}
@@ -311,19 +314,24 @@ func (e *env) checkWeb(image string) {
 }
 
 // wantSwitchBacks fails the test unless, each of the n times the route went back to 100/0,
-// web-stable's endpoints were pods of image only, every one ready: replicas of them when exact
-// (a switch-back onto pods up for long), else from 1 to replicas (the hand-over: the new pods'
-// endpoints may lag their Deployment's availability by a moment, see check).
-func wantSwitchBacks(t *testing.T, rep sideReport, image string, n int, exact bool) {
+// web-stable's endpoints were exactly replicas pods of image, every one ready.
+func wantSwitchBacks(t *testing.T, rep sideReport, image string, n int) {
 	t.Helper()
-	var want []string
-	for k := int32(1); k <= replicas; k++ {
-		if !exact || k == replicas {
-			want = append(want, fmt.Sprintf("%q: %d endpoints, %d ready", image, k, k))
-		}
-	}
-	if len(rep.switchBacks) != n || slices.ContainsFunc(rep.switchBacks, func(s string) bool { return !slices.Contains(want, s) }) {
-		t.Errorf("web-stable at the switch-backs: %q, want %d times one of %q", rep.switchBacks, n, want)
+	wantMoves(t, "web-stable at the switch-backs", rep.switchBacks, image, n)
+}
+
+// wantSwitches fails the test unless, each of the n times the route went to 0/100, web-canary's
+// endpoints were exactly replicas pods of image, every one ready.
+func wantSwitches(t *testing.T, rep sideReport, image string, n int) {
+	t.Helper()
+	wantMoves(t, "web-canary at the switches", rep.switches, image, n)
+}
+
+func wantMoves(t *testing.T, what string, got []string, image string, n int) {
+	t.Helper()
+	want := fmt.Sprintf("%q: %d endpoints, %d ready", image, replicas, replicas)
+	if len(got) != n || slices.ContainsFunc(got, func(s string) bool { return s != want }) {
+		t.Errorf("%s: %q, want %d times %s", what, got, n, want)
 	}
 }
 
@@ -367,7 +375,8 @@ func TestBlueGreenTargetRouteSwitchAndHandOver(t *testing.T) {
 	}
 	e.checkWeb(newImage)
 	rep := sw.verify(t)
-	wantSwitchBacks(t, rep, newImage, 1, false)
+	wantSwitchBacks(t, rep, newImage, 1)
+	wantSwitches(t, rep, newImage, 1)
 	switch at := sw.scaledDownAt(); {
 	case at.IsZero():
 		t.Error("Deployment web never scaled down: no hand-over seen")
@@ -405,7 +414,8 @@ func TestBlueGreenTargetRouteAnalysisFailure(t *testing.T) {
 			}
 			e.checkWeb(oldImage)
 			rep := sw.verify(t)
-			wantSwitchBacks(t, rep, oldImage, map[bool]int{false: 0, true: 1}[post], true)
+			wantSwitchBacks(t, rep, oldImage, map[bool]int{false: 0, true: 1}[post])
+			wantSwitches(t, rep, newImage, map[bool]int{false: 0, true: 1}[post])
 			wantOldPodsUp(t, rep)
 		})
 	}
@@ -435,7 +445,8 @@ func TestBlueGreenTargetRouteAbortBeforeAndAfter(t *testing.T) {
 	e.waitTemporaryGone(v1alpha1.CanaryRolledBack)
 	e.checkWeb(oldImage)
 	rep := sw.verify(t)
-	wantSwitchBacks(t, rep, oldImage, 1, true)
+	wantSwitchBacks(t, rep, oldImage, 1)
+	wantSwitches(t, rep, newImage, 1)
 	wantOldPodsUp(t, rep)
 }
 
@@ -455,5 +466,7 @@ func TestBlueGreenTargetRouteAutoPromotion(t *testing.T) {
 		t.Errorf("spec.approvedBatch %d: promoted by someone", c.Spec.ApprovedBatch)
 	}
 	e.checkWeb(newImage)
-	wantSwitchBacks(t, sw.verify(t), newImage, 1, false)
+	rep := sw.verify(t)
+	wantSwitchBacks(t, rep, newImage, 1)
+	wantSwitches(t, rep, newImage, 1)
 }

@@ -43,8 +43,8 @@ func TestRouteWatcherVerify(t *testing.T) {
 
 // The side watcher's replay goes by resourceVersion, whatever order the informers delivered in;
 // it arms once the active side is whole, then fails a state where the active Service selects
-// two images (or no ready pod, or its Deployment has too few available), and describes
-// web-stable at each switch-back. It needs no cluster.
+// two images (or fewer than replicas ready pods, or its Deployment has too few available), and
+// describes web-canary at each switch and web-stable at each switch-back. It needs no cluster.
 func TestSideWatcherCheck(t *testing.T) {
 	slice := func(service string, pods ...string) *discoveryv1.EndpointSlice {
 		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: service + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: service}}}
@@ -70,16 +70,20 @@ func TestSideWatcherCheck(t *testing.T) {
 		{rv: 50, apply: setSlice(slice(services.Stable, "o1", "n1", "n2", "n3", "n4"))}, // not active: no violation
 		{rv: 51, apply: available("web", 4)},
 		{rv: 60, apply: route(0)},                                           // back while web-stable selects both images
-		{rv: 70, apply: setSlice(slice(services.Stable, "n1", "n2", "n3"))}, // lagging: passes, counted
+		{rv: 70, apply: setSlice(slice(services.Stable, "n1", "n2", "n3"))}, // lagging: fails
 		{rv: 80, apply: setSlice(slice(services.Stable))},                   // none ready: fails
 	}
 	rep := w.check()
-	if len(rep.violations) != 2 || !strings.Contains(rep.violations[0], "resourceVersion 60, route at canary weight 0: Service web-stable has \"nginx:1.26\": 1 endpoints, 1 ready; \"nginx:1.27\": 4 endpoints, 4 ready") ||
-		!strings.Contains(rep.violations[1], "resourceVersion 80, route at canary weight 0: Service web-stable has no endpoints") {
-		t.Errorf("violations %q, want the ones at resourceVersions 60 and 80", rep.violations)
+	if len(rep.violations) != 3 || !strings.Contains(rep.violations[0], "resourceVersion 60, route at canary weight 0: Service web-stable has \"nginx:1.26\": 1 endpoints, 1 ready; \"nginx:1.27\": 4 endpoints, 4 ready") ||
+		!strings.Contains(rep.violations[1], "resourceVersion 70, route at canary weight 0: Service web-stable has \"nginx:1.27\": 3 endpoints, 3 ready") ||
+		!strings.Contains(rep.violations[2], "resourceVersion 80, route at canary weight 0: Service web-stable has no endpoints") {
+		t.Errorf("violations %q, want the ones at resourceVersions 60, 70 and 80", rep.violations)
 	}
 	if rep.fewestReady != 0 {
 		t.Errorf("fewest ready endpoints %d, want 0", rep.fewestReady)
+	}
+	if want := []string{`"nginx:1.27": 4 endpoints, 4 ready`}; !slices.Equal(rep.switches, want) {
+		t.Errorf("switches %q, want %q", rep.switches, want)
 	}
 	if want := []string{`"nginx:1.26": 1 endpoints, 1 ready; "nginx:1.27": 4 endpoints, 4 ready`}; !slices.Equal(rep.switchBacks, want) {
 		t.Errorf("switch-backs %q, want %q", rep.switchBacks, want)
