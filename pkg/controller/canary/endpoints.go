@@ -25,15 +25,17 @@ import (
 const switchBackEndpointWait = 10 * time.Second
 
 // endpointRead is what a sync read of a Service's EndpointSlices for one planned move: its ready
-// endpoints and, while they are fewer than the move needs, since when this move has waited.
+// endpoints, or why they could not be listed, and, while the move cannot be made, since when it
+// has waited.
 type endpointRead struct {
 	ready int32
+	err   error
 	since time.Time
 }
 
 // endpointReader reads the ready endpoints of a Service for a planned move of the route at
 // resourceVersion routeRV, which needs want of them.
-type endpointReader func(service, routeRV string, want int32) (endpointRead, error)
+type endpointReader func(service, routeRV string, want int32) endpointRead
 
 // endpointWait is the one move a Canary waits for: which Service, the route's resourceVersion
 // when it was planned, and since when.
@@ -47,18 +49,20 @@ type endpointWait struct {
 // read, and remembers since when a move lacks endpoints (the agent's memory only: a restart
 // starts the wait again).
 func (c *Controller) endpointsOf(ctx context.Context, key, ns string) endpointReader {
-	return func(service, routeRV string, want int32) (endpointRead, error) {
+	return func(service, routeRV string, want int32) endpointRead {
+		var read endpointRead
 		list, err := c.kubeClient.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
 			LabelSelector: discoveryv1.LabelServiceName + "=" + service})
 		if err != nil {
-			return endpointRead{}, err
+			read.err = err
+		} else {
+			read.ready = readyEndpoints(list.Items)
 		}
-		read := endpointRead{ready: readyEndpoints(list.Items)}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if read.ready >= want {
+		if err == nil && read.ready >= want {
 			delete(c.endpointWaits, key)
-			return read, nil
+			return read
 		}
 		w, ok := c.endpointWaits[key]
 		if !ok || w.service != service || w.routeRV != routeRV {
@@ -66,7 +70,7 @@ func (c *Controller) endpointsOf(ctx context.Context, key, ns string) endpointRe
 			c.endpointWaits[key] = w
 		}
 		read.since = w.since
-		return read, nil
+		return read
 	}
 }
 
@@ -117,30 +121,28 @@ func (r *pairPlan) wholeMoveService() string {
 // awaitEndpoints holds a whole route move until the destination Service lists spec.replicas
 // ready endpoints: the route is not patched, the sync is looked at again in a second, and the
 // status says why. A switch-back (a rollback) waits at most switchBackEndpointWait, then moves
-// with a Warning Event.
+// with a Warning Event, also when the slices cannot be listed.
 func (r *pairPlan) awaitEndpoints() {
 	svc := r.wholeMoveService()
 	if svc == "" {
 		return
 	}
 	t, want := r.traffic, r.canary.Spec.Replicas
-	read, err := r.obs.endpoints(svc, t.obs.route.ResourceVersion, want)
-	if err == nil && read.ready >= want {
+	read := r.obs.endpoints(svc, t.obs.route.ResourceVersion, want)
+	if read.err == nil && read.ready >= want {
 		return
 	}
-	if err == nil && r.rollsBack() {
-		waited := r.now.Sub(read.since)
-		if waited >= switchBackEndpointWait {
-			r.event(corev1.EventTypeWarning, v1alpha1.EventEndpointsLagging,
-				"switching back to Service %q with %d of %d endpoints ready: waited %s, the most a switch-back waits", svc, read.ready, want, switchBackEndpointWait)
-			return
-		}
+	found := fmt.Sprintf("%d of %d ready", read.ready, want)
+	if read.err != nil {
+		found = fmt.Sprintf("listing its EndpointSlices: %v", read.err)
+	}
+	if r.rollsBack() && r.now.Sub(read.since) >= switchBackEndpointWait {
+		r.event(corev1.EventTypeWarning, v1alpha1.EventEndpointsLagging,
+			"switching back to Service %q though its endpoints are not all there (%s): waited %s, the most a switch-back waits", svc, found, switchBackEndpointWait)
+		return
 	}
 	t.patch = nil
-	msg := fmt.Sprintf("waiting for Service %q's endpoints: %d of %d ready", svc, read.ready, want)
-	if err != nil {
-		msg = fmt.Sprintf("waiting for Service %q's endpoints: listing its EndpointSlices: %v", svc, err)
-	}
+	msg := fmt.Sprintf("waiting for Service %q's endpoints: %s", svc, found)
 	if r.message != "" {
 		msg = r.message + "; " + msg
 	}

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,4 +211,29 @@ func TestReadyEndpoints(t *testing.T) {
 	if got := readyEndpoints(nil); got != 0 {
 		t.Fatalf("readyEndpoints(nil) = %d", got)
 	}
+}
+
+// A switch-back whose EndpointSlices cannot be listed (the agent's ClusterRole not updated, for
+// instance) waits as for lagging ones, then moves after the bound: the new version, which
+// failed, is not kept on for good.
+func TestBlueGreenRouteSwitchBackMovesAfterTheBoundWhenTheSlicesCannotBeListed(t *testing.T) {
+	f := blueGreenRouteFixture(t, nil)
+	routePreviewUp(f)
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
+	const refused = "list endpointslices (refused)"
+	f.kube.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+		f.actions = append(f.actions, refused)
+		return true, nil, apierrors.NewForbidden(discoveryv1.Resource("endpointslices"), "", fmt.Errorf("not granted"))
+	})
+	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
+	f.tstep(refused, writeStatus)
+	f.wantRoute(100, false)
+	if msg := f.canary().Status.Message; !strings.Contains(msg, `waiting for Service "checkout-stable"'s endpoints: listing its EndpointSlices:`) {
+		t.Fatalf("status message %q", msg)
+	}
+	f.clock.Step(switchBackEndpointWait)
+	f.tstep(refused, routePatch(weightOps(100, 0)), writeStatus)
+	f.wantRoute(0, false)
+	f.wantEvent("Warning " + v1alpha1.EventEndpointsLagging)
 }
