@@ -180,6 +180,7 @@ var Permissions = []Permission{
 	{gateway, "httproutes", "patch", "", "canary: writeRoute sets the backendRef weights and the header rule (JSON patch testing resourceVersion)"},
 	{gateway, "httproutes", "get", "", "canary: writeRoute reads the route after a refused patch, to tell someone else's edit from a failure"},
 	{core, "services", "get", "", "canary: trafficClients.service checks the stable and canary Services exist and select the right pods; getService reads the two Services of spec.blueGreen"},
+	{"discovery.k8s.io", "endpointslices", "list", "", "canary: endpointsOf lists the EndpointSlices of the Service a blue-green route move sends everything to, before the route patch"},
 	{core, "services", "patch", "", "canary: blueGreenPlan.execute sets the apps.workload.dev/bluegreen key of the selectors of spec.blueGreen's two Services"},
 
 	// HorizontalPodAutoscalers: a Canary refuses one that scales the Deployment whose replicas its

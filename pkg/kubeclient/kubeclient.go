@@ -3,7 +3,7 @@
 //
 // kubernetes.NewForConfig builds a client of every API group the library knows (about sixty) and
 // hands it out as kubernetes.Interface, so every method of every group's typed client stays
-// reachable and is linked into the binary. The agent uses five groups; Interface names them, New
+// reachable and is linked into the binary. The agent uses six groups; Interface names them, New
 // builds only them (docs/architecture.md, "A lean agent binary"). A fake clientset
 // (k8s.io/client-go/kubernetes/fake) satisfies Interface, so unit tests keep using it.
 package kubeclient
@@ -18,6 +18,7 @@ import (
 	batchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	discoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -30,6 +31,7 @@ type Interface interface {
 	BatchV1() batchv1.BatchV1Interface
 	AutoscalingV2() autoscalingv2.AutoscalingV2Interface
 	CoordinationV1() coordinationv1.CoordinationV1Interface
+	DiscoveryV1() discoveryv1.DiscoveryV1Interface
 }
 
 // Clientset implements Interface with one client per group, all sharing one HTTP client (as
@@ -41,6 +43,7 @@ type Clientset struct {
 	batchV1        *batchv1.BatchV1Client
 	autoscalingV2  *autoscalingv2.AutoscalingV2Client
 	coordinationV1 *coordinationv1.CoordinationV1Client
+	discoveryV1    *discoveryv1.DiscoveryV1Client
 }
 
 var _ Interface = (*Clientset)(nil)
@@ -87,6 +90,9 @@ func newForClient(c *rest.Config, h *http.Client) (*Clientset, error) {
 	if cs.coordinationV1, err = coordinationv1.NewForConfigAndClient(c, h); err != nil {
 		return nil, err
 	}
+	if cs.discoveryV1, err = discoveryv1.NewForConfigAndClient(c, h); err != nil {
+		return nil, err
+	}
 	return &cs, nil
 }
 
@@ -109,3 +115,6 @@ func (c *Clientset) AutoscalingV2() autoscalingv2.AutoscalingV2Interface { retur
 func (c *Clientset) CoordinationV1() coordinationv1.CoordinationV1Interface {
 	return c.coordinationV1
 }
+
+// DiscoveryV1 is the discovery.k8s.io/v1 client (EndpointSlices).
+func (c *Clientset) DiscoveryV1() discoveryv1.DiscoveryV1Interface { return c.discoveryV1 }

@@ -38,6 +38,7 @@ func TestNewReachesEachGroup(t *testing.T) {
 	_, _ = c.BatchV1().Jobs("ns").Get(ctx, "x", get)
 	_, _ = c.AutoscalingV2().HorizontalPodAutoscalers("ns").Get(ctx, "x", get)
 	_, _ = c.CoordinationV1().Leases("ns").Get(ctx, "x", get)
+	_, _ = c.DiscoveryV1().EndpointSlices("ns").Get(ctx, "x", get)
 	_, _ = c.Discovery().ServerResourcesForGroupVersion("apps/v1")
 	want := []string{
 		"/api/v1/namespaces/ns/pods/x",
@@ -45,6 +46,7 @@ func TestNewReachesEachGroup(t *testing.T) {
 		"/apis/batch/v1/namespaces/ns/jobs/x",
 		"/apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers/x",
 		"/apis/coordination.k8s.io/v1/namespaces/ns/leases/x",
+		"/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices/x",
 		"/apis/apps/v1",
 	}
 	mu.Lock()

@@ -76,6 +76,9 @@ func blueGreenLines(c *v1alpha1.Canary) []string {
 		if st.Active == "" {
 			lines[0] = fmt.Sprintf("active: HTTPRoute %s splits the requests (see the weights)", tr.GatewayAPI.HTTPRoute)
 		}
+		if st.Preview == "" && c.Spec.TargetRef != nil { // no temporary Deployment: between releases
+			lines[1] = fmt.Sprintf("preview: Service %s selects no pods until the next release", bg.PreviewService)
+		}
 	}
 	old, _ := blueGreenDeployments(c)
 	if t := st.ScaleDownTime; t != nil {

@@ -311,6 +311,20 @@ func TestStatusOnce(t *testing.T) {
 			c.Spec.TrafficRouting = &v1alpha1.CanaryTrafficRouting{GatewayAPI: v1alpha1.GatewayAPITrafficRouting{
 				HTTPRoute: "checkout", StableService: "checkout-stable", CanaryService: "checkout-new"}}
 		}), []string{"canary/checkout"}},
+		{"canary-bluegreen-target-route-held", blueGreenCanary(3, func(c *v1alpha1.Canary) {
+			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
+			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "checkout"}
+			c.Spec.BlueGreen.ActiveService, c.Spec.BlueGreen.PreviewService = "checkout-stable", "checkout-new"
+			c.Spec.TrafficRouting = &v1alpha1.CanaryTrafficRouting{GatewayAPI: v1alpha1.GatewayAPITrafficRouting{
+				HTTPRoute: "checkout", StableService: "checkout-stable", CanaryService: "checkout-new"}}
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryCompleted,
+				`all 3 steps complete: Deployment "checkout" runs the new template, 10 of 10 pods available; held paused until the next template change`
+			for i := range c.Status.Batches {
+				c.Status.Batches[i].State, c.Status.Batches[i].PauseEndTime = v1alpha1.BatchCompleted, nil
+			}
+			c.Status.CanaryReplicas, c.Status.CanaryAvailable = 0, 0
+			c.Status.BlueGreen = &v1alpha1.CanaryBlueGreenStatus{Active: "checkout"}
+		}), []string{"canary/checkout"}},
 		{"canary-bluegreen-target-switched", blueGreenCanary(3, func(c *v1alpha1.Canary) {
 			c.Spec.StableRef, c.Spec.Canary = v1alpha1.StableRef{}, v1alpha1.CanaryTarget{}
 			c.Spec.TargetRef = &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "checkout"}

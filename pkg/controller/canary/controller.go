@@ -83,7 +83,10 @@ type Controller struct {
 	// between two writes that differ only in progress (status.go; 0: no such wait).
 	progressAt       map[string]time.Time
 	progressInterval time.Duration
-	wholeSteps       bool // Config.StableFollowsWholeSteps
+	// endpointWaits (guarded by mu) is, by Canary key, the whole route move waiting for its Service's
+	// endpoints (endpoints.go).
+	endpointWaits map[string]endpointWait
+	wholeSteps    bool // Config.StableFollowsWholeSteps
 
 	// contests are the objects another field manager keeps changing back (contest.go).
 	contests contests
@@ -158,6 +161,7 @@ func NewController(cfg Config) (*Controller, error) {
 		pending:          map[string]pendingWrite{},
 		statuses:         expectations.NewStatusWrites[*writtenStatus](),
 		progressAt:       map[string]time.Time{},
+		endpointWaits:    map[string]endpointWait{},
 		progressInterval: cfg.ProgressInterval,
 		wholeSteps:       cfg.StableFollowsWholeSteps,
 	}

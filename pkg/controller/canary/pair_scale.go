@@ -190,10 +190,14 @@ func stableGone(d *appsv1.Deployment) bool {
 // stableReady reports whether the stable Deployment, as last observed, has at least want pods
 // available and no rollout of its own template under way, so that canary pods may go.
 func (r *pairPlan) stableReady(want int32) bool {
-	s := r.stable
-	return !r.stableRest &&
-		statusObserved(s) &&
-		replicasOf(s) >= want &&
-		s.Status.AvailableReplicas >= want &&
-		s.Status.UpdatedReplicas == s.Status.Replicas
+	return !r.stableRest && deploymentReady(r.stable, want)
+}
+
+// deploymentReady reports whether d, as last observed, has at least want pods available and no
+// rollout of its own template under way.
+func deploymentReady(d *appsv1.Deployment, want int32) bool {
+	return statusObserved(d) &&
+		replicasOf(d) >= want &&
+		d.Status.AvailableReplicas >= want &&
+		d.Status.UpdatedReplicas == d.Status.Replicas
 }

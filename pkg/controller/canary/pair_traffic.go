@@ -62,6 +62,7 @@ func (r *pairPlan) route() {
 		r.holdWrites(func(deploymentWrite) bool { return true })
 		return
 	}
+	r.awaitEndpoints() // endpoints.go: a blue-green move waits for the destination's endpoints
 	if r.handingBack {
 		r.boundCanary(t.current.CanaryWeight) // deployment_traffic.go
 		return

@@ -35,6 +35,9 @@ type trafficFixture struct {
 	routeStore cache.Indexer
 	// refusePatch, when set, makes the fake API server refuse a route patch with its error.
 	refusePatch func(k8stesting.PatchActionImpl) error
+	// endpointLag is, by Service, how many of its available pods its EndpointSlices do not
+	// list yet (endpoints_test.go).
+	endpointLag map[string]int32
 }
 
 var testServices = traffic.Services{Stable: "checkout-stable", Canary: "checkout-canary"}
@@ -83,6 +86,7 @@ func newTrafficFixture(t *testing.T, cn *v1alpha1.Canary, route *gatewayv1.HTTPR
 // controller.
 func withTraffic(t *testing.T, base *fixture, route *gatewayv1.HTTPRoute, services ...*corev1.Service) *trafficFixture {
 	f := &trafficFixture{fixture: base}
+	f.serveEndpointSlices() // endpoints_test.go
 	for _, s := range services {
 		if err := f.kube.Tracker().Add(s); err != nil {
 			t.Fatal(err)

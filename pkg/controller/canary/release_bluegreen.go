@@ -49,9 +49,11 @@ func (blueGreenRelease) observe(ctx context.Context, c *Controller, obs *observe
 	return observeBlueGreenServices(ctx, c, obs)
 }
 
-// observeBlueGreenServices reads the two Services of spec.blueGreen.
+// observeBlueGreenServices reads the two Services of spec.blueGreen, and gives the planner the
+// reader of EndpointSlices its whole route moves wait on.
 func observeBlueGreenServices(ctx context.Context, c *Controller, obs *observed) error {
 	cn := obs.canary
+	obs.endpoints = c.endpointsOf(ctx, cn.Namespace+"/"+cn.Name, cn.Namespace)
 	var err error
 	if obs.activeSvc, err = c.getService(ctx, cn.Namespace, cn.Spec.BlueGreen.ActiveService); err != nil {
 		return err
@@ -207,6 +209,9 @@ func (r *decision) byRoute() bool { return r.canary.Spec.TrafficRouting != nil }
 // before the switch, all of it from the switch on, none again on a rollback once every stable
 // pod is available (until then the new pods keep what they have).
 func (r *pairPlan) blueGreenWeight() int32 {
+	if r.canary.Spec.TargetRef != nil {
+		return r.blueGreenTargetWeight() // release_bluegreen_target.go
+	}
 	switch {
 	case r.rollsBack() && !r.stableReady(r.canary.Spec.Replicas):
 		return r.traffic.current.CanaryWeight
@@ -238,6 +243,20 @@ func (r *blueGreenPlan) routeSide() string {
 	return ""
 }
 
+// holdPreviewUntilPinned holds, before the switch, every write that makes or grows new pods
+// until the route (after this sync's write, made first) gives them nothing: the preview gets
+// no request through the route. With a pair the route is always set to 0 before the switch;
+// a Deployment target's route keeps the temporary pods' weight while the target's pods are
+// not all available (a template change after the switch, blueGreenTargetWeight).
+func (r *blueGreenPlan) holdPreviewUntilPinned() {
+	if r.switched() || r.rollsBack() || r.active == r.names.stable {
+		return
+	}
+	r.holdWrites(func(w deploymentWrite) bool {
+		return w.kind == createCanary || w.kind == updateCanary || w.kind == scaleCanary && w.to > w.from
+	})
+}
+
 // route decides the Services' selectors, then holds back the Deployment writes that would take
 // pods from the side the active Service selects, or bring canary pods up before it is pinned to
 // the stable ones. The Services are written before any Deployment (execute).
@@ -245,6 +264,7 @@ func (r *blueGreenPlan) route() {
 	if r.byRoute() {
 		r.pairPlan.route()
 		r.active = r.routeSide()
+		r.holdPreviewUntilPinned()
 		return
 	}
 	if r.degraded || r.obs.activeSvc == nil || r.obs.previewSvc == nil {

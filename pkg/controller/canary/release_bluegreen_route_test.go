@@ -63,7 +63,7 @@ func TestBlueGreenRouteRelease(t *testing.T) {
 	f.tstep()
 
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.wantRoute(100, false)
 	c = f.status(v1alpha1.CanaryProgressing, 3, C, C, Bk)
 	if bg := c.Status.BlueGreen; bg.Active != "checkout-canary" || bg.ScaleDownTime == nil {
@@ -84,7 +84,7 @@ func TestBlueGreenRouteRelease(t *testing.T) {
 // before its Deployment is created, in the same sync (the route is written first).
 func TestBlueGreenRouteIsPinnedBeforeThePreview(t *testing.T) {
 	f := blueGreenRouteFixtureWith(t, trafficRoute(50, 50), nil)
-	f.tstep(addFinalizer, writeSnapshot, routePatch(weightOps(100, 0)), createCanaryDep, writeStatus)
+	f.tstep(addFinalizer, listSlices("checkout-stable"), writeSnapshot, routePatch(weightOps(100, 0)), createCanaryDep, writeStatus)
 	f.wantRoute(0, false)
 }
 
@@ -104,9 +104,9 @@ func TestBlueGreenRouteAbortAfterTheSwitch(t *testing.T) {
 	f := blueGreenRouteFixture(t, nil)
 	routePreviewUp(f)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
-	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), writeStatus)
 	f.wantRoute(0, false)
 	if d := f.deployment("checkout-canary"); replicasOf(d) != 4 {
 		t.Fatalf("canary Deployment at %d before the route showed 0", replicasOf(d))
@@ -122,7 +122,7 @@ func TestBlueGreenRouteAbortAfterCompletion(t *testing.T) {
 	f := blueGreenRouteFixture(t, func(s *v1alpha1.CanarySpec) { s.BlueGreen.ScaleDownDelaySeconds = ptr.To[int32](0) })
 	routePreviewUp(f)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.tstep(patchStable+replicas(0), writeStatus)
 	f.available("checkout", 0)
 	f.tstep(writeStatus)
@@ -134,7 +134,7 @@ func TestBlueGreenRouteAbortAfterCompletion(t *testing.T) {
 	f.tstep(writeStatus) // 3 of 4 old pods available: the new ones keep every request
 	f.wantRoute(100, false)
 	f.available("checkout", 4)
-	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), writeStatus)
 	f.wantRoute(0, false)
 	f.tstep(patchCanary+replicas(0), writeStatus)
 }
@@ -148,9 +148,9 @@ func TestBlueGreenRoutePostPromotionFailureSwitchesBack(t *testing.T) {
 	f.ctrl.analysisEnv.Pods = bluePods(t, 0, 0, 0, 3)
 	routePreviewUp(f)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
-	f.tstep(routePatch(weightOps(100, 0)), writeStatus)
+	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), writeStatus)
 	c := f.status(v1alpha1.CanaryRollingBack, 2, C, Bk, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 2 {
 		t.Fatalf("abort %+v", a)
@@ -172,7 +172,7 @@ func TestBlueGreenRoutePreviewReplicasGrowBeforeTheSwitch(t *testing.T) {
 	f.tstep(writeStatus) // 3 of 4 available: no switch yet
 	f.wantRoute(0, false)
 	f.available("checkout-canary", 4)
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 4, C, C, C, Bk)
 }
 
@@ -183,7 +183,7 @@ func TestBlueGreenRouteSplitByHandKeepsTheOldPods(t *testing.T) {
 	f := blueGreenRouteFixture(t, nil)
 	routePreviewUp(f)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.tstep(routePatch(weightOps(0, 100)), writeStatus)
+	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	split := trafficRoute(50, 50)
 	split.ResourceVersion = "100"
 	if err := f.gateway.Tracker().Update(gatewayv1.SchemeGroupVersion.WithResource("httproutes"), split, ns); err != nil {
@@ -192,7 +192,7 @@ func TestBlueGreenRouteSplitByHandKeepsTheOldPods(t *testing.T) {
 	f.refreshRoute()
 	f.clock.Step(31 * time.Second) // the scale-down delay is over
 	f.refresh()
-	if actions, err := f.trySync(); err != nil || !slices.Equal(actions, []string{routePatch(weightOps(0, 100)), writeStatus}) {
+	if actions, err := f.trySync(); err != nil || !slices.Equal(actions, []string{listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus}) {
 		t.Fatalf("actions %q, error %v; want the route patch and the status only: no stable pod goes while the route gives it weight", actions, err)
 	}
 	f.tstep(patchStable+replicas(0), writeStatus)

@@ -3,6 +3,7 @@ package canary
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,12 @@ import (
 // makes. The hand-over grows the target to spec.replicas at once; the Services move to its
 // pods once every one is available (blueGreenPlan.route), and only then does the temporary
 // Deployment go.
+//
+// With spec.trafficRouting (docs/canary-targets.md, "Blue-green with a Deployment target through
+// an HTTPRoute") the Services select each side by the user's labels, the temporary pods taking
+// the canary Service's (trafficLabels): no blue-green label and no Service write. The switch is
+// the route's weights (blueGreenTargetWeight); the hand-over starts once the target's old pods
+// are all gone, and the route moves back in one patch once its new pods are all available.
 
 // blueGreenTargetRelease is the release mode of a blue-green Deployment target.
 type blueGreenTargetRelease struct{ deploymentRelease }
@@ -47,15 +54,20 @@ type blueGreenTargetPlan struct {
 
 // begin refuses a target whose pods would not carry the blue-green label, names too long for
 // it and missing Services, then is the Deployment target's, with the temporary Deployment's
-// pods labelled as theirs.
+// pods labelled as theirs. Switched by the route, the Services select each side by the user's
+// labels (the temporary pods take the canary Service's, trafficLabels): no blue-green label
+// is needed or added.
 func (r *blueGreenTargetPlan) begin() course {
 	cn := r.canary
-	if d := r.obs.stable; d != nil && (!r.userLabelled(d) ||
-		!r.bg.sideNamesFit(d.Name, temporaryCanaryName(cn.Name)) || !r.bg.servicesExist()) {
+	d := r.obs.stable
+	if d != nil && !r.byRoute() && (!r.userLabelled(d) || !r.bg.sideNamesFit(d.Name, temporaryCanaryName(cn.Name))) {
+		return decided
+	}
+	if d != nil && !r.bg.servicesExist() {
 		return decided
 	}
 	c := r.deploymentPlan.begin()
-	if r.names.template != nil {
+	if r.names.template != nil && !r.byRoute() {
 		r.names.template = withSideLabel(r.names.template, r.names.canary)
 	}
 	return c
@@ -106,9 +118,20 @@ func (r *blueGreenTargetPlan) handOverWhole() {
 	r.finishHandOver()
 }
 
+// fillStatus is the Deployment target's, with status.blueGreen; switched by the route, the
+// preview (the canary Service's pods) is the temporary Deployment only while it exists: between
+// releases the canary Service selects no pod.
 func (r *blueGreenTargetPlan) fillStatus(st *v1alpha1.CanaryStatus) {
 	r.deploymentPlan.fillStatus(st)
 	r.bg.fillBlueGreenStatus(st)
+	if r.byRoute() && (r.canaryDep == nil || r.deletesTemporary()) {
+		st.BlueGreen.Preview = ""
+	}
+}
+
+// deletesTemporary reports whether this sync deletes the temporary Deployment.
+func (r *deploymentPlan) deletesTemporary() bool {
+	return slices.ContainsFunc(r.depWrites, func(w depTargetWrite) bool { return w.kind == deleteTemporary })
 }
 
 // execute writes the Services' selectors, then the Deployment target's writes.
@@ -117,4 +140,38 @@ func (r *blueGreenTargetPlan) execute(ctx context.Context, c *Controller) (*fail
 		return f, err
 	}
 	return r.deploymentPlan.execute(ctx, c)
+}
+
+// blueGreenTargetWeight is the canary weight of a Deployment target's blue-green release
+// switched by the route: none while there is no temporary Deployment (the target serves
+// everything); all of it from the switch until the hand-over; otherwise (before the switch, on
+// a switch-back, during the hand-over) none once every one of the target's spec.replicas pods
+// is available, and what the route gives the temporary pods until then. Before the switch the
+// target's pods are all up but after a template change that restarts a switched release, its
+// pods may have been scaled down: the route waits for them (holdPreviewUntilPinned holds the
+// preview's writes meanwhile).
+func (r *pairPlan) blueGreenTargetWeight() int32 {
+	switch {
+	case r.canaryDep == nil:
+		return 0
+	case r.switched() && !r.handingBack:
+		return 100
+	case !r.targetWhole():
+		return r.traffic.current.CanaryWeight
+	}
+	return 0
+}
+
+// targetWhole reports whether the target has every one of spec.replicas pods available on the
+// stable template: as planned, or, on a switch-back whose first write restores the paused
+// target's template, as observed. The pods of a paused Deployment all run the ReplicaSet it
+// had when paused (pausedView): writing that template back changes none of them, so the route
+// switches back in the same sync, written before the template.
+func (r *pairPlan) targetWhole() bool {
+	replicas := r.canary.Spec.Replicas
+	if r.stableReady(replicas) {
+		return true
+	}
+	o := r.obs.stable
+	return r.rollsBack() && o != nil && o.Spec.Paused && deploymentReady(pausedView(o), replicas)
 }

@@ -32,6 +32,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 		c.forgetTarget(key)
 		c.statuses.Forget(key.String())
 		c.forgetProgress(key.String())
+		c.forgetEndpointWait(key.String())
 		c.contests.forget(key.String())
 		metrics.ForgetWorkload(Kind, key.Namespace, key.Name)
 		return nil

@@ -74,10 +74,11 @@ func TestAgentRBAC(t *testing.T) {
 	t.Run("UnitedDeployment", e.unitedDeploymentScenario)
 	t.Run("Canary", e.canaryScenario)
 	t.Run("CanaryAnalysis", e.canaryAnalysisScenario)
-	t.Run("CanaryTraffic", e.canaryTrafficScenario)                 // traffic_test.go
-	t.Run("CanaryBlueGreen", e.canaryBlueGreenScenario)             // bluegreen_test.go
-	t.Run("CanaryBlueGreenTarget", e.canaryBlueGreenTargetScenario) // bluegreen_test.go
-	t.Run("CanaryBlueGreenRoute", e.canaryBlueGreenRouteScenario)   // bluegreen_test.go
+	t.Run("CanaryTraffic", e.canaryTrafficScenario)                           // traffic_test.go
+	t.Run("CanaryBlueGreen", e.canaryBlueGreenScenario)                       // bluegreen_test.go
+	t.Run("CanaryBlueGreenTarget", e.canaryBlueGreenTargetScenario)           // bluegreen_test.go
+	t.Run("CanaryBlueGreenRoute", e.canaryBlueGreenRouteScenario)             // bluegreen_test.go
+	t.Run("CanaryBlueGreenTargetRoute", e.canaryBlueGreenTargetRouteScenario) // bluegreen_test.go
 	t.Run("CanaryTarget", e.canaryTargetScenario)
 	t.Run("CanaryTargetUnitedDeployment", e.canaryZonesScenario)      // target_uniteddeployment_test.go
 	t.Run("CanaryTargetTApp", e.canaryTargetTAppScenario)             // target_tapp_test.go

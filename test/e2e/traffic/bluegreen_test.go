@@ -1,7 +1,6 @@
 package traffic
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -10,9 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -36,16 +32,7 @@ func (e *env) watchWeights() *weightWatcher {
 	e.T.Helper()
 	w := &weightWatcher{}
 	routes := e.gw.GatewayV1().HTTPRoutes(e.NS)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = "metadata.name=web"
-			return routes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = "metadata.name=web"
-			return routes.Watch(ctx, o)
-		},
-	}
+	lw := listWatch(routes.List, routes.Watch, func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=web" })
 	check := func(o any) {
 		r, ok := o.(*gatewayv1.HTTPRoute)
 		if !ok {
@@ -66,18 +53,12 @@ func (e *env) watchWeights() *weightWatcher {
 		}
 		e.Cancel() // fail now: every wait of the test ends at once
 	}
-	inf := cache.NewSharedIndexInformer(lw, &gatewayv1.HTTPRoute{}, 0, cache.Indexers{})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    check,
-		UpdateFunc: func(_, o any) { check(o) },
+	e.inform(lw, &gatewayv1.HTTPRoute{}, func(o any, deleted bool) {
+		if !deleted {
+			check(o)
+		}
 	})
-	ctx, cancel := context.WithCancel(e.Ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	e.T.Cleanup(func() {
-		cancel()
-		<-done
 		e.T.Logf("route watcher: %d states of route web, switched %v", w.states.Load(), w.switched.Load())
 	})
 	return w

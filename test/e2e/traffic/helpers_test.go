@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -10,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -310,4 +313,43 @@ func (e *env) deploymentReplicas(name string) int32 {
 		e.T.Fatal(err)
 	}
 	return ptr.Deref(d.Spec.Replicas, 1)
+}
+
+// inform runs an informer over lw (relisting across expired watches) until the test ends,
+// calling on with every state of an object it sees, and last its deletion (deleted true, with
+// its last state). It returns once the informer has synced.
+func (e *env) inform(lw *cache.ListWatch, obj runtime.Object, on func(o any, deleted bool)) {
+	e.T.Helper()
+	inf := cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { on(o, false) },
+		UpdateFunc: func(_, o any) { on(o, false) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			on(o, true)
+		},
+	})
+	ctx, cancel := context.WithCancel(e.Ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	e.T.Cleanup(func() { cancel(); <-done })
+}
+
+// listWatch lists and watches through a typed client's List and Watch, with the options set by
+// opts (a selector).
+func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), opts func(*metav1.ListOptions)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			opts(&o)
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			opts(&o)
+			return watchFn(ctx, o)
+		},
+	}
 }

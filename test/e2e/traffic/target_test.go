@@ -17,21 +17,30 @@ import (
 // then everything. The Services are the pair's: track: stable and track: canary.
 func (e *env) createTargetCanary() {
 	e.T.Helper()
+	e.createTarget(func(s *v1alpha1.CanarySpec) {
+		s.MaxSurge = ptr.To(intstr.FromInt32(1))
+		s.Steps = []v1alpha1.CanaryStep{
+			{Replicas: intstr.FromInt32(1), Weight: ptr.To[int32](25), Pause: &v1alpha1.CanaryPause{}},
+			{Replicas: intstr.FromString("50%"), Weight: ptr.To[int32](50), Pause: &v1alpha1.CanaryPause{}},
+			{Replicas: intstr.FromString("100%")},
+		}
+	})
+}
+
+// createTarget creates Canary web releasing Deployment web in place (targetRef) through route
+// web, its spec completed by edit, and waits until the Canary holds the Deployment paused.
+func (e *env) createTarget(edit func(*v1alpha1.CanarySpec)) {
+	e.T.Helper()
 	cn := &v1alpha1.Canary{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: v1alpha1.CanarySpec{
 			Replicas:  replicas,
-			MaxSurge:  ptr.To(intstr.FromInt32(1)),
 			TargetRef: &v1alpha1.CanaryTargetRef{Kind: "Deployment", Name: "web"},
 			TrafficRouting: &v1alpha1.CanaryTrafficRouting{GatewayAPI: v1alpha1.GatewayAPITrafficRouting{
 				HTTPRoute: "web", StableService: services.Stable, CanaryService: services.Canary}},
-			Steps: []v1alpha1.CanaryStep{
-				{Replicas: intstr.FromInt32(1), Weight: ptr.To[int32](25), Pause: &v1alpha1.CanaryPause{}},
-				{Replicas: intstr.FromString("50%"), Weight: ptr.To[int32](50), Pause: &v1alpha1.CanaryPause{}},
-				{Replicas: intstr.FromString("100%")},
-			},
 		},
 	}
+	edit(&cn.Spec)
 	if _, err := e.Apps.AppsV1alpha1().Canaries(e.NS).Create(e.Ctx, cn, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}

@@ -114,4 +114,7 @@ const (
 	// changed the route between the agent's read and its write; it reads it again.
 	EventTrafficShifted   = "TrafficShifted"
 	EventHTTPRouteChanged = "HTTPRouteChanged"
+	// EventEndpointsLagging: a blue-green switch-back moved the route to the stable Service
+	// before its EndpointSlices listed every stable pod ready, having waited the most it waits.
+	EventEndpointsLagging = "EndpointsLagging"
 )
