@@ -94,6 +94,7 @@ func (r *plan) decide() {
 		return
 	}
 	r.steps = steps
+	defer r.endStepOnRollback() // rollback_status.go
 	switch r.rel.begin() {
 	case holding:
 		r.rel.hold()
@@ -171,7 +172,7 @@ func (r *plan) advance() {
 		b := &st.Batches[k-1]
 		next := false
 		switch b.State {
-		case v1alpha1.BatchPending:
+		case v1alpha1.BatchPending, v1alpha1.BatchRolledBack: // ended by a rollback since undone
 			r.startBatch(k)
 			continue
 		case v1alpha1.BatchUpgrading:
