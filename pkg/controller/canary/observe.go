@@ -31,6 +31,9 @@ type observed struct {
 	// activeSvc and previewSvc are spec.blueGreen's Services, nil when they do not exist
 	// (release_bluegreen.go).
 	activeSvc, previewSvc *corev1.Service
+	// blueGreenClaim is the older blue-green Canary that shares a Service or the stable
+	// Deployment with this one (bluegreen_claims.go).
+	blueGreenClaim blueGreenClaim
 	// followsTarget: spec.replicas is left out, so the total is the target's own replicas
 	// (a Deployment target: those recorded when its release started) (autoscale.go).
 	followsTarget bool
