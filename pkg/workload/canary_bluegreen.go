@@ -10,24 +10,10 @@ import (
 // A blue-green Canary (spec.blueGreen) is shown with its steps like any other, and with where its
 // two Services point and when its old version is scaled down (docs/canary.md, "Blue-green").
 
-// blueGreenStepNames names the steps of a blue-green release, as v1alpha1.BlueGreenSteps makes
-// them: the preview, the full size (with previewReplicas only), the switch and the scale-down.
-func blueGreenStepNames(c *v1alpha1.Canary) []string {
-	if v1alpha1.BlueGreenSwitchStep(&c.Spec) == 3 {
-		return []string{"preview", "full size", "switch", "scale-down"}
-	}
-	return []string{"preview", "switch", "scale-down"}
-}
-
-// blueGreenStepName is the name of step k of a blue-green Canary ("" without spec.blueGreen).
+// blueGreenStepName is the name of step k of a blue-green Canary ("" without spec.blueGreen):
+// the agent's words for it too.
 func blueGreenStepName(c *v1alpha1.Canary, k int32) string {
-	if c.Spec.BlueGreen == nil {
-		return ""
-	}
-	if names := blueGreenStepNames(c); k >= 1 && int(k) <= len(names) {
-		return names[k-1]
-	}
-	return ""
+	return v1alpha1.BlueGreenStepName(&c.Spec, k)
 }
 
 // blueGreenDeployments are the names of the old and new side's Deployments: the pair's, or a

@@ -23,7 +23,7 @@ func blueGreenObjects(k int32) []runtime.Object {
 		PrePromotionAnalysis: []string{"smoke"}, ScaleDownDelaySeconds: ptr.To[int32](30)}
 	start := func(ago time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(t0.Add(-ago))) }
 	c.Status = v1alpha1.CanaryStatus{ObservedGeneration: 1, Phase: v1alpha1.CanaryPaused, CurrentBatch: 1,
-		Message:        "batch 1/3 complete with 3 canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=1)",
+		Message:        "step 1 (preview) complete with 3 canary pods: waiting for promotion (kubectl workload promote)",
 		CanaryReplicas: 3, CanaryAvailable: 3, StableReplicas: 3, StableAvailable: 3,
 		BlueGreen: &v1alpha1.CanaryBlueGreenStatus{Active: "shop", Preview: "shop-v2"},
 		Batches: []v1alpha1.CanaryBatchStatus{

@@ -15,7 +15,7 @@ import (
 // scale-down delay running, and completed with the old version scaled down.
 func blueGreenRelease() []*v1alpha1.Canary {
 	comingUp := blueGreenCanary(1, func(c *v1alpha1.Canary) {
-		c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "step 1/3: 4 of 10 canary pods available"
+		c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "step 1 (preview): 4 of 10 canary pods available"
 		c.Status.CanaryAvailable, c.Status.Analysis = 4, nil
 		c.Status.Batches[0].State = v1alpha1.BatchUpgrading
 	})

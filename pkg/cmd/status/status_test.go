@@ -147,13 +147,13 @@ func blueGreenCanary(k int32, mutate func(*v1alpha1.Canary)) *v1alpha1.Canary {
 			{Index: 2, CanaryReplicas: 10, State: v1alpha1.BatchPending},
 			{Index: 3, CanaryReplicas: 10, State: v1alpha1.BatchPending},
 		}
-		c.Status.Phase, c.Status.Message = v1alpha1.CanaryPaused, "batch 1/3 complete with 10 canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=1)"
+		c.Status.Phase, c.Status.Message = v1alpha1.CanaryPaused, "step 1 (preview) complete with 10 canary pods: waiting for promotion (kubectl workload promote)"
 		c.Status.Analysis = []v1alpha1.AnalysisCheckStatus{{Name: "smoke", Phase: v1alpha1.AnalysisSuccessful, Count: 1, Successful: 1,
 			Measurements: []v1alpha1.AnalysisMeasurement{{Phase: v1alpha1.AnalysisSuccessful, Value: "job smoke succeeded"}}}}
 		if k == 3 {
 			end := metav1.NewTime(t0.Add(25 * time.Second))
 			c.Spec.ApprovedBatch = 1
-			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "step 3/3: 10 of 10 canary pods available, baking: pause until 2026-03-01T12:00:25Z"
+			c.Status.Phase, c.Status.Message = v1alpha1.CanaryProgressing, "step 3 (scale-down): 10 of 10 canary pods available, baking: pause until 2026-03-01T12:00:25Z"
 			c.Status.BlueGreen.Active, c.Status.BlueGreen.ScaleDownTime = "checkout-canary", &end
 			c.Status.Analysis = nil
 			c.Status.Batches[0].State, c.Status.Batches[1].State = v1alpha1.BatchCompleted, v1alpha1.BatchCompleted

@@ -39,8 +39,8 @@ func TestBackgroundCheckFailsTheReleaseBetweenSteps(t *testing.T) {
 	if a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Check != "health" || a.Step != 1 || !strings.Contains(a.Message, "background check health failed at step 1/3: 1 failed measurements") {
 		t.Fatalf("abort %+v; want the background check's failure at step 1 while its pods roll", a)
 	}
-	if c.Status.Batches[0].State != U {
-		t.Errorf("step 1 is %s, want still Upgrading: the failure came between bakes", c.Status.Batches[0].State)
+	if c.Status.Batches[0].State != RB {
+		t.Errorf("step 1 is %s, want RolledBack: the failure came while it was upgrading, between bakes", c.Status.Batches[0].State)
 	}
 }
 

@@ -42,8 +42,8 @@ func (r *plan) startBake(k int32, b *v1alpha1.CanaryBatchStatus) {
 		what = append(what, "checks "+strings.Join(s.analysis, ", "))
 	}
 	if len(what) > 0 {
-		r.event(corev1.EventTypeNormal, v1alpha1.ReasonBaking, "step %d/%d: %d canary pods available; baking: %s",
-			k, len(r.steps), s.canaryReplicas, strings.Join(what, " and "))
+		r.event(corev1.EventTypeNormal, v1alpha1.ReasonBaking, "%s: %d canary pods available; baking: %s",
+			r.stepOf(k), s.canaryReplicas, strings.Join(what, " and "))
 	}
 }
 
@@ -84,7 +84,7 @@ func (r *plan) rebake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 	b.StartTime = r.now.DeepCopy()
 	r.status.Analysis = nil
 	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted,
-		"step %d/%d starts again: spec.canary.template changed while it baked", k, len(r.steps))
+		"%s starts again: spec.canary.template changed while it baked", r.stepOf(k))
 	return true
 }
 
@@ -113,14 +113,14 @@ func (r *plan) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 		r.inconclusive = strings.Join(inconclusive, "; ")
 		if !wasPaused {
 			r.event(corev1.EventTypeWarning, v1alpha1.EventInconclusive,
-				"step %d/%d waits for a person: %s (promote to accept, abort to roll back)", k, len(r.steps), r.inconclusive)
+				"%s waits for a person: %s (promote to accept, abort to roll back)", r.stepOf(k), r.inconclusive)
 		}
 		return false
 	case s.pause && !promoted:
 		b.State = v1alpha1.BatchPaused
 		if !wasPaused {
 			r.event(corev1.EventTypeNormal, v1alpha1.EventBatchPaused,
-				"batch %d/%d complete with %d canary pods: waiting for promotion (spec.approvedBatch >= %d)", k, len(r.steps), s.canaryReplicas, k)
+				"%s complete with %d canary pods: waiting for promotion (%s)", r.stepName(k), s.canaryReplicas, r.promoteHint(k))
 		}
 		return false
 	}
@@ -130,15 +130,15 @@ func (r *plan) bake(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 
 // endBake completes step k and says why it could.
 func (r *plan) endBake(k int32, b *v1alpha1.CanaryBatchStatus, wasPaused, promoted bool) {
-	s, n := r.steps[k-1], len(r.steps)
+	s := r.steps[k-1]
 	b.State = v1alpha1.BatchCompleted
 	switch {
 	case promoted && (wasPaused || s.pauseFor > 0):
-		r.event(corev1.EventTypeNormal, v1alpha1.EventPromoted, "batch %d/%d promoted (spec.approvedBatch=%d)", k, n, r.canary.Spec.ApprovedBatch)
+		r.event(corev1.EventTypeNormal, v1alpha1.EventPromoted, "%s promoted (spec.approvedBatch=%d)", r.stepName(k), r.canary.Spec.ApprovedBatch)
 	case s.pauseFor > 0:
-		r.event(corev1.EventTypeNormal, v1alpha1.EventPauseEnded, "step %d/%d: the pause of %s ended", k, n, s.pauseFor)
+		r.event(corev1.EventTypeNormal, v1alpha1.EventPauseEnded, "%s: the pause of %s ended", r.stepOf(k), s.pauseFor)
 	default:
-		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, s.canaryReplicas)
+		r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "%s complete with %d canary pods", r.stepName(k), s.canaryReplicas)
 	}
 }
 
@@ -194,7 +194,7 @@ func (r *plan) reportCheck(k int32, name string, before v1alpha1.AnalysisPhase, 
 	if before == st.Phase || st.Phase != v1alpha1.AnalysisSuccessful {
 		return // failures and inconclusive checks are reported by what they do to the release
 	}
-	r.event(corev1.EventTypeNormal, v1alpha1.EventAnalysisPassed, "step %d/%d: check %s passed: %s", k, len(r.steps), name, st.Message)
+	r.event(corev1.EventTypeNormal, v1alpha1.EventAnalysisPassed, "%s: check %s passed: %s", r.stepOf(k), name, st.Message)
 }
 
 // previousPhase is the phase of the check named name in the status the sync read.
@@ -253,8 +253,8 @@ func (r *plan) checkDeadline(k int32) {
 		}
 	}
 	r.stalled = true
-	msg := fmt.Sprintf("step %d/%d did not become available within progressDeadlineSeconds (%s): %d of %d canary pods available, stable at %d",
-		k, len(r.steps), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.rel.canaryAvailable(), r.steps[k-1].canaryReplicas, r.rel.stableReplicas())
+	msg := fmt.Sprintf("%s did not become available within progressDeadlineSeconds (%s): %d of %d canary pods available, stable at %d",
+		r.stepOf(k), v1alpha1.CanaryProgressDeadline(&r.canary.Spec), r.rel.canaryAvailable(), r.steps[k-1].canaryReplicas, r.rel.stableReplicas())
 	if r.canary.Spec.ProgressDeadlineAbort {
 		r.abort(v1alpha1.ReasonProgressDeadlineExceeded, "", msg)
 		return

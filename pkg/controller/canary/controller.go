@@ -221,6 +221,9 @@ func (c *Controller) watchCanaries(canaries informers.CanaryInformer, deployment
 	if err := c.Watch(deployments.Informer(), c.deploymentHandler()); err != nil {
 		return err
 	}
+	if err := c.Watch(canaries.Informer(), c.claimantsHandler()); err != nil { // bluegreen_claims.go
+		return err
+	}
 	return c.Watch(canaries.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.releaseCanary})
 }
 

@@ -284,7 +284,7 @@ func TestRollbackFromBatch3(t *testing.T) {
 	f := midRelease(t, v1alpha1.PauseFirst, 3, U, 7, 3, func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	// Stable first; the canary keeps its pods.
 	f.step(patchStable+replicas(10), writeStatus)
-	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
+	f.status(v1alpha1.CanaryRollingBack, 3, C, C, RB, P)
 	f.wantEvent("Normal " + v1alpha1.EventRollingBack)
 	f.settled()
 	// The stable pods exist but only some are available: the canary still waits.
@@ -296,11 +296,11 @@ func TestRollbackFromBatch3(t *testing.T) {
 	// All ten stable pods available: now the canary goes.
 	f.available("checkout", 10)
 	f.step(patchCanary+replicas(0), writeStatus)
-	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
+	f.status(v1alpha1.CanaryRollingBack, 3, C, C, RB, P)
 	f.settled()
 	f.available("checkout-canary", 0)
 	f.step(writeStatus)
-	c := f.status(v1alpha1.CanaryRolledBack, 3, C, C, U, P)
+	c := f.status(v1alpha1.CanaryRolledBack, 3, C, C, RB, P)
 	f.wantEvent("Normal " + v1alpha1.EventRolledBack)
 	if c.Status.StableAvailable != 10 || c.Status.CanaryReplicas != 0 {
 		t.Errorf("counts: %+v", c.Status)

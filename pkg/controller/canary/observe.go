@@ -34,6 +34,9 @@ type observed struct {
 	// endpoints reads a Service's EndpointSlices when a blue-green route move is planned
 	// (endpoints.go).
 	endpoints endpointReader
+	// blueGreenClaim is the older blue-green Canary that shares a Service or the stable
+	// Deployment with this one (bluegreen_claims.go).
+	blueGreenClaim blueGreenClaim
 	// followsTarget: spec.replicas is left out, so the total is the target's own replicas
 	// (a Deployment target: those recorded when its release started) (autoscale.go).
 	followsTarget bool

@@ -132,7 +132,7 @@ func TestSurgeRollback(t *testing.T) {
 	f.available("checkout", 3)
 	f.step(patchStable+replicas(5), writeStatus)
 	stable := f.playUntil(v1alpha1.CanaryRolledBack, "checkout", 12)
-	f.status(v1alpha1.CanaryRolledBack, 3, C, C, U, P)
+	f.status(v1alpha1.CanaryRolledBack, 3, C, C, RB, P)
 	if fmt.Sprint(stable) != "[5 7 9 10]" {
 		t.Errorf("stable sizes %v", stable)
 	}
@@ -197,7 +197,7 @@ func TestSurgeRollbackExactWrites(t *testing.T) {
 	})
 	f.available("checkout", 3)
 	f.step(patchStable+replicas(5), writeStatus)
-	f.status(v1alpha1.CanaryRollingBack, 3, C, C, U, P)
+	f.status(v1alpha1.CanaryRollingBack, 3, C, C, RB, P)
 	f.settled()
 	// Three of the five stable pods available: the canary may go down to 10 − 3 = 7, which it is.
 	f.editDeployment("checkout", func(d *appsv1.Deployment) {
@@ -227,7 +227,7 @@ func TestSurgeRollbackExactWrites(t *testing.T) {
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 10, UpdatedReplicas: 10, AvailableReplicas: 9}
 	})
 	f.step()
-	f.canaryGoes(3, C, C, U, P)
+	f.canaryGoes(3, C, C, RB, P)
 }
 
 // canaryGoes plays the end of a rollback at batch current: all 10 stable pods become available,

@@ -206,7 +206,9 @@ func (r *pairPlan) holdWrites(hold func(deploymentWrite) bool) {
 
 // boundStable keeps the stable Deployment at what its weight (100 − the route's canary weight)
 // needs: ceil(replicas × weight / 100), or all of spec.replicas for a blue-green release. With spec.dynamicStableScale it shrinks to exactly that
-// as the weight falls; otherwise it only never goes below it.
+// as the weight falls; otherwise it only never goes below it. A blue-green release ignores
+// dynamicStableScale (the schema refuses the pair, but objects stored before may have it): its
+// old side must stay whole until the scale-down delay so that an abort switches back at once.
 func (r *pairPlan) boundStable(canaryWeight int32) {
 	if r.stable == nil || r.rollsBack() {
 		return
@@ -218,7 +220,7 @@ func (r *pairPlan) boundStable(canaryWeight int32) {
 	}
 	planned := replicasOf(r.stable)
 	target := max(planned, floor)
-	if r.canary.Spec.DynamicStableScale && r.status.CurrentBatch > 0 {
+	if r.canary.Spec.DynamicStableScale && r.canary.Spec.BlueGreen == nil && r.status.CurrentBatch > 0 {
 		target = floor
 	}
 	if target == planned {

@@ -55,6 +55,9 @@ func observeBlueGreenServices(ctx context.Context, c *Controller, obs *observed)
 	cn := obs.canary
 	obs.endpoints = c.endpointsOf(ctx, cn.Namespace+"/"+cn.Name, cn.Namespace)
 	var err error
+	if obs.blueGreenClaim, err = c.blueGreenClaimOf(cn); err != nil { // bluegreen_claims.go
+		return err
+	}
 	if obs.activeSvc, err = c.getService(ctx, cn.Namespace, cn.Spec.BlueGreen.ActiveService); err != nil {
 		return err
 	}
@@ -133,8 +136,12 @@ func (r *blueGreenPlan) sideNamesFit(names ...string) bool {
 	return true
 }
 
-// servicesExist refuses Services of spec.blueGreen that do not exist.
+// servicesExist refuses Services of spec.blueGreen that do not exist, or that another
+// blue-green Canary holds.
 func (r *blueGreenPlan) servicesExist() bool {
+	if r.refuseClaimed() { // bluegreen_claims.go
+		return false
+	}
 	bg := r.canary.Spec.BlueGreen
 	for _, s := range []struct {
 		name string

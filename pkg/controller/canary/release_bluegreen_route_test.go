@@ -94,7 +94,7 @@ func TestBlueGreenRouteAbortBeforeTheSwitch(t *testing.T) {
 	routePreviewUp(f)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	f.tstep(patchCanary+replicas(0), writeStatus)
-	f.status(v1alpha1.CanaryRollingBack, 1, Ps, P, P)
+	f.status(v1alpha1.CanaryRollingBack, 1, RB, P, P)
 	f.wantRoute(0, false)
 }
 
@@ -112,7 +112,7 @@ func TestBlueGreenRouteAbortAfterTheSwitch(t *testing.T) {
 		t.Fatalf("canary Deployment at %d before the route showed 0", replicasOf(d))
 	}
 	f.tstep(patchCanary+replicas(0), writeStatus)
-	f.status(v1alpha1.CanaryRollingBack, 3, C, C, Bk)
+	f.status(v1alpha1.CanaryRollingBack, 3, C, C, RB)
 }
 
 // Aborted after completion: the old version comes back first; the route keeps every request on
@@ -151,7 +151,7 @@ func TestBlueGreenRoutePostPromotionFailureSwitchesBack(t *testing.T) {
 	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
 	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), writeStatus)
-	c := f.status(v1alpha1.CanaryRollingBack, 2, C, Bk, P)
+	c := f.status(v1alpha1.CanaryRollingBack, 2, C, RB, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 2 {
 		t.Fatalf("abort %+v", a)
 	}

@@ -156,7 +156,7 @@ func TestBlueGreenTargetRouteAbortBeforeTheSwitch(t *testing.T) {
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	f.tstep("patch deployments checkout json", writeStatus)
 	removeTargetPreview(f)
-	f.status(v1alpha1.CanaryRolledBack, 1, Ps, P, P)
+	f.status(v1alpha1.CanaryRolledBack, 1, RB, P, P)
 	f.wantRoute(0, false)
 	f.settled()
 }
@@ -171,7 +171,7 @@ func TestBlueGreenTargetRouteAbortAfterTheSwitch(t *testing.T) {
 	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), "patch deployments checkout json", writeStatus)
 	f.wantRoute(0, false)
 	removeTargetPreview(f)
-	f.status(v1alpha1.CanaryRolledBack, 3, C, C, Bk)
+	f.status(v1alpha1.CanaryRolledBack, 3, C, C, RB)
 	f.wantRoute(0, false)
 	f.settled()
 }
@@ -188,7 +188,7 @@ func TestBlueGreenTargetRoutePostPromotionFailureSwitchesBack(t *testing.T) {
 	f.tstep(listSlices("checkout-canary"), routePatch(weightOps(0, 100)), writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
 	f.tstep(listSlices("checkout-stable"), routePatch(weightOps(100, 0)), "patch deployments checkout json", writeStatus)
-	c := f.status(v1alpha1.CanaryRollingBack, 2, C, Bk, P)
+	c := f.status(v1alpha1.CanaryRollingBack, 2, C, RB, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 2 {
 		t.Fatalf("abort %+v", a)
 	}
@@ -277,13 +277,13 @@ func TestBlueGreenTargetRoutePrePromotionFailureNeverSwitches(t *testing.T) {
 	f.tstep(writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 1, Bk, P, P)
 	f.tstep("patch deployments checkout json", writeStatus)
-	c := f.status(v1alpha1.CanaryRollingBack, 1, Bk, P, P)
+	c := f.status(v1alpha1.CanaryRollingBack, 1, RB, P, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 1 {
 		t.Fatalf("abort %+v", a)
 	}
 	f.wantRoute(0, false)
 	removeTargetPreview(f)
-	f.status(v1alpha1.CanaryRolledBack, 1, Bk, P, P)
+	f.status(v1alpha1.CanaryRolledBack, 1, RB, P, P)
 }
 
 // A route split by hand between releases is set back to everything on the Deployment's pods by

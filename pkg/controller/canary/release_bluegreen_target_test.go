@@ -120,7 +120,7 @@ func TestBlueGreenTargetAbortBeforeTheSwitch(t *testing.T) {
 	f.step(patchCanary+replicas(0), writeStatus)
 	f.pods("checkout-canary", 0, 0, 0)
 	f.step("delete deployments checkout-canary", writeStatus)
-	f.status(v1alpha1.CanaryRolledBack, 1, Ps, P, P)
+	f.status(v1alpha1.CanaryRolledBack, 1, RB, P, P)
 	if f.selectorOf("checkout") != "checkout" {
 		t.Errorf("active selector %q", f.selectorOf("checkout"))
 	}
@@ -142,7 +142,7 @@ func TestBlueGreenTargetAbortAfterTheSwitch(t *testing.T) {
 	f.wantPatches(selectorTo("checkout"), replicas(0))
 	f.pods("checkout-canary", 0, 0, 0)
 	f.step("delete deployments checkout-canary", writeStatus)
-	f.status(v1alpha1.CanaryRolledBack, 3, C, C, Bk)
+	f.status(v1alpha1.CanaryRolledBack, 3, C, C, RB)
 }
 
 // A Deployment whose pod template lacks the blue-green label is refused before anything is

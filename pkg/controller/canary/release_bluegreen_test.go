@@ -180,10 +180,10 @@ func TestBlueGreenAbortBeforeTheSwitch(t *testing.T) {
 	f.step(writeStatus)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	f.step(patchCanary+replicas(0), writeStatus)
-	f.status(v1alpha1.CanaryRollingBack, 1, Ps, P, P)
+	f.status(v1alpha1.CanaryRollingBack, 1, RB, P, P)
 	f.available("checkout-canary", 0)
 	f.step(writeStatus)
-	f.status(v1alpha1.CanaryRolledBack, 1, Ps, P, P)
+	f.status(v1alpha1.CanaryRolledBack, 1, RB, P, P)
 	if f.selectorOf("checkout") != "checkout" {
 		t.Errorf("active selector %q", f.selectorOf("checkout"))
 	}
@@ -200,7 +200,7 @@ func TestBlueGreenAbortAfterTheSwitch(t *testing.T) {
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	f.step(patchActive, patchCanary+replicas(0), writeStatus)
 	f.wantPatches(selectorTo("checkout"), replicas(0))
-	f.status(v1alpha1.CanaryRollingBack, 3, C, C, Bk)
+	f.status(v1alpha1.CanaryRollingBack, 3, C, C, RB)
 }
 
 // An abort after completion brings the old version back up first; the active Service stays
@@ -244,7 +244,7 @@ func TestBlueGreenPrePromotionFailureNeverSwitches(t *testing.T) {
 	f.step(writeStatus)
 	f.status(v1alpha1.CanaryProgressing, 1, Bk, P, P)
 	f.step(patchCanary+replicas(0), writeStatus)
-	c := f.status(v1alpha1.CanaryRollingBack, 1, Bk, P, P)
+	c := f.status(v1alpha1.CanaryRollingBack, 1, RB, P, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 1 {
 		t.Fatalf("abort %+v", a)
 	}
@@ -267,7 +267,7 @@ func TestBlueGreenPostPromotionFailureSwitchesBack(t *testing.T) {
 	f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
 	f.step(patchActive, patchCanary+replicas(0), writeStatus)
 	f.wantPatches(selectorTo("checkout"), replicas(0))
-	c := f.status(v1alpha1.CanaryRollingBack, 2, C, Bk, P)
+	c := f.status(v1alpha1.CanaryRollingBack, 2, C, RB, P)
 	if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Step != 2 {
 		t.Fatalf("abort %+v", a)
 	}

@@ -163,7 +163,7 @@ func TestDeploymentTargetAbortRestoresTheTemplate(t *testing.T) {
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = true })
 	// The previous template and replicas are written back in one JSON patch.
 	f.step("patch deployments checkout json", "update canaries/status checkout")
-	f.status(v1alpha1.CanaryRollingBack, 1, v1alpha1.BatchBaking, v1alpha1.BatchPending)
+	f.status(v1alpha1.CanaryRollingBack, 1, RB, v1alpha1.BatchPending)
 	if img := f.deployment("checkout").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
 		t.Fatalf("checkout runs %s, want nginx:1.26 back", img)
 	}

@@ -260,6 +260,8 @@ func (r *inPlacePlan) holdTarget() {
 		}
 		r.phase, r.reason = v1alpha1.CanaryRolledBack, v1alpha1.ReasonRolledBack
 		r.message = fmt.Sprintf("rolled back: every pod of %s %q runs revision %s; held at partition %d", kind, name, ts.updateRevision, ts.replicas) + r.wavesNote()
+	case r.targetIncomplete(ts):
+		r.waitForTarget(ts) // inplace_complete.go
 	case st.CurrentBatch > 0 && len(r.steps) > 0:
 		// The release ran its steps and the workload made the update revision current.
 		n := int32(len(r.steps))

@@ -94,6 +94,7 @@ func (r *plan) decide() {
 		return
 	}
 	r.steps = steps
+	defer r.endStepOnRollback() // rollback_status.go
 	switch r.rel.begin() {
 	case holding:
 		r.rel.hold()
@@ -137,8 +138,8 @@ func (r *plan) progress() {
 		}
 		r.rel.move(r.rel.canaryReplicas(), true)
 		k := st.CurrentBatch
-		r.message = fmt.Sprintf("paused by spec.paused at batch %d/%d: %d of %d canary pods available, stable at %d",
-			k, n, r.rel.canaryAvailable(), r.rel.canaryReplicas(), r.rel.stableReplicas())
+		r.message = fmt.Sprintf("paused by spec.paused at %s: %d of %d canary pods available, stable at %d",
+			r.stepName(k), r.rel.canaryAvailable(), r.rel.canaryReplicas(), r.rel.stableReplicas())
 		return
 	}
 
@@ -171,7 +172,7 @@ func (r *plan) advance() {
 		b := &st.Batches[k-1]
 		next := false
 		switch b.State {
-		case v1alpha1.BatchPending:
+		case v1alpha1.BatchPending, v1alpha1.BatchRolledBack: // ended by a rollback since undone
 			r.startBatch(k)
 			continue
 		case v1alpha1.BatchUpgrading:
@@ -194,7 +195,6 @@ func (r *plan) advance() {
 // finishBatch ends the upgrading batch k once it is done: paused for promotion or completed. It
 // reports whether the next batch may start.
 func (r *plan) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
-	n := int32(len(r.steps))
 	if !r.rel.stepDone(k) {
 		return false
 	}
@@ -204,7 +204,7 @@ func (r *plan) finishBatch(k int32, b *v1alpha1.CanaryBatchStatus) bool {
 		return r.bake(k, b)
 	}
 	b.State = v1alpha1.BatchCompleted
-	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "batch %d/%d complete with %d canary pods", k, n, r.steps[k-1].canaryReplicas)
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchCompleted, "%s complete with %d canary pods", r.stepName(k), r.steps[k-1].canaryReplicas)
 	return true
 }
 
@@ -216,29 +216,28 @@ func (r *plan) describeProgress(k, target int32) {
 		r.phase, r.reason, r.message = v1alpha1.CanaryDegraded, v1alpha1.ReasonProgressDeadlineExceeded, r.deadlineMessage
 	case b.State == v1alpha1.BatchBaking:
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBaking
-		r.message = fmt.Sprintf("step %d/%d: %d of %d canary pods available, baking: %s", k, n, r.rel.canaryAvailable(), target, r.bakeProgress(b))
+		r.message = fmt.Sprintf("%s: %d of %d canary pods available, baking: %s", r.stepOf(k), r.rel.canaryAvailable(), target, r.bakeProgress(b))
 	case b.State == v1alpha1.BatchPaused && r.inconclusive != "":
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonAnalysisInconclusive
-		r.message = fmt.Sprintf("step %d/%d waits for a person: %s (kubectl workload promote accepts it, abort rolls back)", k, n, r.inconclusive)
+		r.message = fmt.Sprintf("%s waits for a person: %s (kubectl workload promote accepts it, abort rolls back)", r.stepOf(k), r.inconclusive)
 	case b.State == v1alpha1.BatchPaused:
 		r.phase, r.reason = v1alpha1.CanaryPaused, v1alpha1.ReasonWaitingForPromotion
-		r.message = fmt.Sprintf("batch %d/%d complete with %d canary pods: waiting for promotion (kubectl workload promote, or spec.approvedBatch=%d)",
-			k, n, target, k)
+		r.message = fmt.Sprintf("%s complete with %d canary pods: waiting for promotion (%s)", r.stepName(k), target, r.promoteHint(k))
 	case b.State == v1alpha1.BatchCompleted && k == n && r.rel.stableLeft() > 0:
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
-		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, waiting for the last %d stable pods to go",
-			n, r.rel.canaryAvailable(), target, r.rel.stableLeft())
+		r.message = fmt.Sprintf("all %d %s complete: %d of %d canary pods available, waiting for the last %d stable pods to go",
+			n, r.stepsWord(), r.rel.canaryAvailable(), target, r.rel.stableLeft())
 	case b.State == v1alpha1.BatchCompleted && k == n:
 		if r.status.Phase != v1alpha1.CanaryCompleted {
-			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d batches complete: the canary serves %d pods, no stable pod is left", n, target)
+			r.event(corev1.EventTypeNormal, v1alpha1.EventReleaseComplete, "all %d %s complete: the canary serves %d pods, no stable pod is left", n, r.stepsWord(), target)
 		}
 		r.phase, r.reason = v1alpha1.CanaryCompleted, v1alpha1.ReasonCompleted
-		r.message = fmt.Sprintf("all %d batches complete: %d of %d canary pods available, stable at %d",
-			n, r.rel.canaryAvailable(), target, r.rel.stableReplicas())
+		r.message = fmt.Sprintf("all %d %s complete: %d of %d canary pods available, stable at %d",
+			n, r.stepsWord(), r.rel.canaryAvailable(), target, r.rel.stableReplicas())
 	default:
 		r.phase, r.reason = v1alpha1.CanaryProgressing, v1alpha1.ReasonBatchUpgrading
-		r.message = fmt.Sprintf("batch %d/%d: %d of %d canary pods available, stable at %d",
-			k, n, r.rel.canaryAvailable(), target, r.rel.stableReplicas())
+		r.message = fmt.Sprintf("%s: %d of %d canary pods available, stable at %d",
+			r.stepName(k), r.rel.canaryAvailable(), target, r.rel.stableReplicas())
 	}
 }
 
@@ -274,7 +273,7 @@ func (r *plan) startBatch(k int32) {
 	b.State = v1alpha1.BatchUpgrading
 	b.StartTime = r.now.DeepCopy()
 	b.FinishTime = nil
-	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "batch %d/%d started: %d canary pods", k, len(r.steps), r.steps[k-1].canaryReplicas)
+	r.event(corev1.EventTypeNormal, v1alpha1.EventBatchStarted, "%s started: %d canary pods", r.stepName(k), r.steps[k-1].canaryReplicas)
 }
 
 // needsPause reports whether the release waits for promotion after batch k.

@@ -22,6 +22,7 @@ import (
 
 const (
 	Bk = v1alpha1.BatchBaking
+	RB = v1alpha1.BatchRolledBack
 
 	createCanaryDep = "create deployments checkout-canary"
 )
@@ -159,7 +160,7 @@ func TestFailedCheckRollsBackAndRetryStartsAgain(t *testing.T) {
 	}
 
 	f.step(patchStable+replicas(10), writeStatus)
-	c = f.status(v1alpha1.CanaryRollingBack, 1, Bk, P)
+	c = f.status(v1alpha1.CanaryRollingBack, 1, RB, P)
 	a := c.Status.Abort
 	if a == nil || a.Reason != v1alpha1.ReasonAnalysisFailed || a.Check != "health" || a.Step != 1 || a.Retries != 0 || !strings.Contains(a.Message, "restarts:3") {
 		t.Fatalf("abort %+v", a)
@@ -176,11 +177,11 @@ func TestFailedCheckRollsBackAndRetryStartsAgain(t *testing.T) {
 	f.step(patchCanary+replicas(0), writeStatus)
 	f.available("checkout-canary", 0)
 	f.step(writeStatus)
-	f.status(v1alpha1.CanaryRolledBack, 1, Bk, P)
+	f.status(v1alpha1.CanaryRolledBack, 1, RB, P)
 	// Clearing or setting spec.rollback does not undo an abort: only a retry does.
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Rollback = false })
 	f.step(writeStatus) // observedGeneration
-	f.status(v1alpha1.CanaryRolledBack, 1, Bk, P)
+	f.status(v1alpha1.CanaryRolledBack, 1, RB, P)
 
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.Retries = 1 })
 	f.step(patchCanary+replicas(2), writeStatus)
@@ -284,7 +285,7 @@ func TestProgressDeadline(t *testing.T) {
 				return
 			}
 			f.step(patchCanary+replicas(0), writeStatus)
-			c := f.status(v1alpha1.CanaryRollingBack, 1, U, P)
+			c := f.status(v1alpha1.CanaryRollingBack, 1, RB, P)
 			if a := c.Status.Abort; a == nil || a.Reason != v1alpha1.ReasonProgressDeadlineExceeded || a.Step != 1 {
 				t.Errorf("abort %+v", a)
 			}

@@ -324,7 +324,7 @@ type PodHealthProvider struct {
 }
 
 // AnalysisPhase is the state of a check, or the verdict on one measurement.
-// +kubebuilder:validation:Enum=Running;Successful;Failed;Inconclusive;Error
+// +kubebuilder:validation:Enum=Running;Successful;Failed;Inconclusive;Error;Stopped
 type AnalysisPhase string
 
 const (
@@ -339,6 +339,9 @@ const (
 	// AnalysisError: the check itself is broken (e.g. a condition does not compile) or, for
 	// one measurement, the provider returned an error.
 	AnalysisError AnalysisPhase = "Error"
+	// AnalysisStopped: the check was still measuring when the release rolled back; it
+	// measures no more and has no verdict.
+	AnalysisStopped AnalysisPhase = "Stopped"
 )
 
 // MaxAnalysisMeasurements is how many of the latest measurements a check's status keeps.

@@ -37,6 +37,23 @@ func BlueGreenSteps(spec *CanarySpec) []ReleaseStep {
 	return steps
 }
 
+// BlueGreenStepName is the name of step k of spec.blueGreen ("preview", "full size", "switch",
+// "scale-down"), as BlueGreenSteps makes them: the words the agent's messages and the plugin
+// use for them. "" without spec.blueGreen or for a k out of range.
+func BlueGreenStepName(spec *CanarySpec, k int32) string {
+	if spec.BlueGreen == nil {
+		return ""
+	}
+	names := []string{"preview", "switch", "scale-down"}
+	if BlueGreenSwitchStep(spec) == 3 {
+		names = []string{"preview", "full size", "switch", "scale-down"}
+	}
+	if k < 1 || int(k) > len(names) {
+		return ""
+	}
+	return names[k-1]
+}
+
 // BlueGreenSwitchStep is the step from whose start activeService selects the new pods: the one
 // after the new version reached every replica. 0 without spec.blueGreen.
 func BlueGreenSwitchStep(spec *CanarySpec) int32 {

@@ -356,6 +356,9 @@ const (
 	BatchCompleted BatchState = "Completed"
 	// BatchBaking: the step's pods are available; a timed pause or its analysis is under way.
 	BatchBaking BatchState = "Baking"
+	// BatchRolledBack: the step was under way (upgrading, baking or paused) when the release
+	// rolled back (spec.rollback or an abort): it ended there, in every release mode.
+	BatchRolledBack BatchState = "RolledBack"
 )
 
 // CanaryStatus is the progress of a release.
@@ -466,8 +469,9 @@ type CanaryBatchStatus struct {
 	CanaryReplicas int32 `json:"canaryReplicas"`
 	// State of the batch: Pending, Upgrading (pods being made available), Baking (a timed
 	// pause or analysis under way), Paused (waiting for a person: a pause without duration or
-	// an inconclusive analysis) or Completed.
-	// +kubebuilder:validation:Enum=Pending;Upgrading;Baking;Paused;Completed
+	// an inconclusive analysis), Completed, or RolledBack (the step under way when the release
+	// rolled back).
+	// +kubebuilder:validation:Enum=Pending;Upgrading;Baking;Paused;Completed;RolledBack
 	State BatchState `json:"state"`
 	// PauseEndTime is when the step's timed pause ends (a promote ends it sooner).
 	// +optional
