@@ -357,15 +357,7 @@ func TestBlueGreenTargetRouteSwitchAndHandOver(t *testing.T) {
 	}
 	e.promote(1)
 	e.waitRoute(100, false)
-	var scaleDown time.Time
-	e.Eventually("the scale-down delay running", func() (bool, string) {
-		bg := e.canary().Status.BlueGreen
-		if bg == nil || bg.ScaleDownTime == nil {
-			return false, fmt.Sprintf("status.blueGreen %+v", bg)
-		}
-		scaleDown = bg.ScaleDownTime.Time
-		return true, ""
-	})
+	scaleDown := e.waitScaleDownTime()
 	if n := e.deploymentReplicas("web"); n != replicas {
 		t.Errorf("Deployment web at %d replicas during the scale-down delay, want %d", n, replicas)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -303,6 +304,21 @@ func (w *routeWatcher) verify(t testing.TB) int {
 }
 
 // deploymentReplicas is a Deployment's spec.replicas, -1 when it does not exist.
+// waitScaleDownTime waits for a switched blue-green Canary's scale-down delay to run and returns
+// the time its status sets for the old side's scale-down.
+func (e *env) waitScaleDownTime() time.Time {
+	var at time.Time
+	e.Eventually("the scale-down delay running", func() (bool, string) {
+		bg := e.canary().Status.BlueGreen
+		if bg == nil || bg.ScaleDownTime == nil {
+			return false, fmt.Sprintf("status.blueGreen %+v", bg)
+		}
+		at = bg.ScaleDownTime.Time
+		return true, ""
+	})
+	return at
+}
+
 func (e *env) deploymentReplicas(name string) int32 {
 	e.T.Helper()
 	d, err := e.Kube.AppsV1().Deployments(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
