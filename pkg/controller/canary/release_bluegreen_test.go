@@ -253,17 +253,24 @@ func TestBlueGreenPrePromotionFailureNeverSwitches(t *testing.T) {
 	}
 }
 
-// A failed post-promotion check switches back at once, the old pods being still up, and the
-// new version goes in the same sync.
-func TestBlueGreenPostPromotionFailureSwitchesBack(t *testing.T) {
+// switchedWithPostCheck is a blue-green Canary with a post-promotion check of pod health,
+// promoted and switched: its preview's fourth pod has restarted restarts times.
+func switchedWithPostCheck(t *testing.T, restarts int32) *fixture {
 	cn := blueGreenCanary(func(bg *v1alpha1.CanaryBlueGreen) { bg.PostPromotionAnalysis = []string{"health"} })
 	withHealthCheck(&cn.Spec)
 	f := blueGreenFixture(t, cn)
-	f.ctrl.analysisEnv.Pods = bluePods(t, 0, 0, 0, 3)
+	f.ctrl.analysisEnv.Pods = bluePods(t, 0, 0, 0, restarts)
 	previewUp(f)
 	f.step(writeStatus)
 	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
 	f.step(patchActive, writeStatus)
+	return f
+}
+
+// A failed post-promotion check switches back at once, the old pods being still up, and the
+// new version goes in the same sync.
+func TestBlueGreenPostPromotionFailureSwitchesBack(t *testing.T) {
+	f := switchedWithPostCheck(t, 3)
 	f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
 	f.step(patchActive, patchCanary+replicas(0), writeStatus)
 	f.wantPatches(selectorTo("checkout"), replicas(0))

@@ -10,14 +10,7 @@ import (
 // step (RolledBack, as in every mode) and stops the check: the RolledBack Canary shows nothing
 // as still Baking or Running.
 func TestBlueGreenAbortAtTheSwitchEndsTheStepAndItsCheck(t *testing.T) {
-	cn := blueGreenCanary(func(bg *v1alpha1.CanaryBlueGreen) { bg.PostPromotionAnalysis = []string{"health"} })
-	withHealthCheck(&cn.Spec)
-	f := blueGreenFixture(t, cn)
-	f.ctrl.analysisEnv.Pods = bluePods(t, 0, 0, 0, 0)
-	previewUp(f)
-	f.step(writeStatus)
-	f.editCanary(func(c *v1alpha1.Canary) { c.Spec.ApprovedBatch = 1 })
-	f.step(patchActive, writeStatus)
+	f := switchedWithPostCheck(t, 0)
 	c := f.status(v1alpha1.CanaryProgressing, 2, C, Bk, P)
 	if len(c.Status.Analysis) != 1 || c.Status.Analysis[0].Phase != v1alpha1.AnalysisRunning {
 		t.Fatalf("analysis %+v, want health Running", c.Status.Analysis)
